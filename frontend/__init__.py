@@ -1,0 +1,1 @@
+"""Front ends: parsers, checkers and lowering to HPGREM."""

@@ -1,0 +1,165 @@
+"""Program-level checks of PARLOG: modes, contiguity, call resolution and guard safety.
+
+Builds `Relation`s from items: clauses joined by `.` share a search group, and each `;` starts
+a new one (spec/parlog.md, "Clause search").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from frontend.diagnostics import Diagnostic
+from frontend.parlog.lower import RawClause, lower_clause
+from frontend.parlog.parser import ClauseItem, Directive, Item, ModeDecl
+from hpgrem.ir import Body, Call, Clause, Conj, Relation, Span, Struct, Var, term_vars
+from hpgrem.primitives import PRIMITIVES
+
+PRELUDE_PREFIX = "prelude:"
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A relation being collected from the items."""
+
+    name: str
+    arity: int
+    span: Span
+    groups: list[list[Clause]] = field(default_factory=list)
+
+
+def collect_relations(items: list[Item], key_prefix: str, diagnostics: list[Diagnostic]) -> dict[str, Relation]:
+    """Items -> relations with unresolved call targets (keys get `key_prefix`)."""
+    modes: dict[str, ModeDecl] = {}
+    pending: dict[str, _Pending] = {}
+    last_key: str | None = None
+    for item in items:
+        if isinstance(item, Directive):
+            diagnostics.append(Diagnostic(item.span, "directives (':- ...') are reserved and not accepted"))
+            continue
+        if isinstance(item, ModeDecl):
+            key = f"{item.name}/{len(item.modes)}"
+            if key in modes:
+                first = modes[key].span
+                same = modes[key].modes == item.modes
+                what = "duplicate" if same else "conflicting"
+                diagnostics.append(Diagnostic(item.span, f"{what} mode declaration for {key} "
+                                                         f"(first declared at {first.line}:{first.col})"))
+            else:
+                modes[key] = item
+            continue
+        raws = [r for r in (lower_clause(c, diagnostics) for c in item.clauses) if r is not None]
+        if not raws:
+            continue
+        key = f"{raws[0].name}/{raws[0].arity}"
+        mixed = [r for r in raws if (r.name, r.arity) != (raws[0].name, raws[0].arity)]
+        for r in mixed:
+            diagnostics.append(Diagnostic(r.clause.span, f"clauses joined by ';' must belong to one relation: "
+                                                         f"{r.name}/{r.arity} follows {key}"))
+        if key in PRIMITIVES:
+            diagnostics.append(Diagnostic(item.span, f"{key} is a primitive and cannot be redefined"))
+            continue
+        rel = pending.get(key)
+        if rel is None:
+            rel = pending[key] = _Pending(raws[0].name, raws[0].arity, item.span)
+            rel.groups.append([])
+        elif last_key != key:
+            diagnostics.append(Diagnostic(item.span, f"clauses of {key} are not contiguous (the relation "
+                                                     f"starts at {rel.span.line}:{rel.span.col})"))
+        last_key = key
+        rel.groups[-1].append(raws[0].clause)
+        for r in raws[1:]:
+            if (r.name, r.arity) == (raws[0].name, raws[0].arity):
+                rel.groups.append([r.clause])
+
+    relations: dict[str, Relation] = {}
+    for key, rel in pending.items():
+        decl = modes.get(key)
+        if decl is None and rel.arity > 0:
+            others = [k for k in modes if k.split("/")[0] == rel.name]
+            hint = f" (there is a mode for {others[0]}: the arities differ)" if others else ""
+            diagnostics.append(Diagnostic(rel.span, f"missing mode declaration for {key}{hint}"))
+            continue
+        relations[key_prefix + key] = Relation(key_prefix + key, rel.name, decl.modes if decl else (),
+                                               tuple(tuple(g) for g in rel.groups), rel.span)
+    for key, decl in modes.items():
+        if key not in pending and decl.modes:
+            others = [k for k in pending if k.split("/")[0] == decl.name]
+            why = (f"{decl.name} is defined with arity {others[0].split('/')[1]}" if others
+                   else f"no clauses define {key}")
+            diagnostics.append(Diagnostic(decl.span, f"mode declaration for {key} but {why}"))
+    return relations
+
+
+def resolve(relations: dict[str, Relation], visible: dict[str, str], diagnostics: list[Diagnostic]) -> dict[str, Relation]:
+    """Point every call at a relation key of `visible` (name/arity -> key) or a primitive, and
+    check guards; returns the relations rewritten."""
+    out: dict[str, Relation] = {}
+    for key, rel in relations.items():
+        groups = tuple(tuple(_check_clause(rel, c, visible, diagnostics) for c in g) for g in rel.groups)
+        out[key] = replace(rel, groups=groups)
+    return out
+
+
+def _resolve_call(call: Call, visible: dict[str, str], diagnostics: list[Diagnostic]) -> Call:
+    if call.target in PRIMITIVES:
+        return call
+    key = visible.get(call.target)
+    if key is None:
+        name = call.target.rsplit("/", 1)[0]
+        near = sorted(k for k in visible if k.rsplit("/", 1)[0] == name)
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        diagnostics.append(Diagnostic(call.span, f"unknown relation {call.target}{hint}"))
+        return call
+    return replace(call, target=key)
+
+
+def _resolve_body(body: Body | None, visible: dict[str, str], diagnostics: list[Diagnostic]) -> Body | None:
+    if body is None:
+        return None
+    if isinstance(body, Call):
+        return _resolve_call(body, visible, diagnostics)
+    return Conj(body.op, tuple(_resolve_body(p, visible, diagnostics) for p in body.parts))
+
+
+def _check_clause(rel: Relation, clause: Clause, visible: dict[str, str], diagnostics: list[Diagnostic]) -> Clause:
+    inputs = {v.index for m, a in zip(rel.modes, clause.head) if m == "?" for v in term_vars(a)}
+    outputs = {v.index for m, a in zip(rel.modes, clause.head) if m == "^" for v in term_vars(a)}
+    known = set(inputs)
+    guard: list[Call] = []
+    for g in clause.guard:
+        gvars = {v.index for v in term_vars(_as_struct(g))}
+        bad = sorted((gvars & outputs) - inputs)
+        if g.target == "=/2":
+            left, right = g.args
+            lv = {v.index for v in term_vars(left)}
+            rv = {v.index for v in term_vars(right)}
+            if bad:
+                name = _var_name(g, bad[0])
+                diagnostics.append(Diagnostic(g.span, f"this guard can only succeed by binding {name}, an "
+                                                      f"output argument of the call; unify it in the body"))
+                continue
+            if rv <= known and lv <= known:
+                g = replace(g, target="==/2")
+            elif lv <= known and not (rv & known):
+                pass  # match `left` (known) against the pattern `right`
+            elif rv <= known and not (lv & known):
+                g = replace(g, args=(right, left))
+            else:
+                diagnostics.append(Diagnostic(g.span, "guard unification with new variables on both sides "
+                                                      "is not supported; match one side against known terms"))
+                continue
+        known |= gvars
+        guard.append(g)
+    return replace(clause, guard=tuple(guard), body=_resolve_body(clause.body, visible, diagnostics))
+
+
+def _as_struct(call: Call) -> Struct:
+    return Struct("g", call.args)
+
+
+def _var_name(call: Call, index: int) -> str:
+    for v in term_vars(_as_struct(call)):
+        if isinstance(v, Var) and v.index == index:
+            return v.name
+    return "a variable"
+

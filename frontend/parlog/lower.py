@@ -1,0 +1,194 @@
+"""Takes clause terms apart into HPGREM clauses: head, flat guard, body of `,` and `&`.
+
+Variables are numbered per clause in order of first appearance (head, guard, body); each `_` gets
+its own number. Calls are left with `name/arity` targets; `check.py` resolves them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from frontend.diagnostics import Diagnostic
+from hpgrem.ir import (Atom, Body, Call, Clause, Conj, Float, Int, Span, Struct, Term, Var,
+                       relation_key)
+from hpgrem.primitives import NOT_YET, TESTS
+
+
+@dataclass(slots=True)
+class RawClause:
+    """A clause before relation resolution: its relation's name and arity, and the IR clause."""
+
+    name: str
+    arity: int
+    clause: Clause
+
+
+class ClauseLowering:
+    """Lowers one clause term; problems are appended to `diagnostics`."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = diagnostics
+        self.numbers: dict[str, int] = {}
+        self.count = 0
+
+    def error(self, span: Span, message: str) -> None:
+        self.diagnostics.append(Diagnostic(span, message))
+
+    # -- terms --------------------------------------------------------------------------------
+    def term(self, t: Term) -> Term:
+        """Number the variables of `t` (iteratively: terms may be long lists)."""
+        if isinstance(t, Var):
+            return self.var(t)
+        if not isinstance(t, Struct):
+            return t
+        # Rebuild bottom-up with an explicit stack.
+        out: list[Term] = []
+        stack: list[tuple[Term, bool]] = [(t, False)]
+        while stack:
+            node, built = stack.pop()
+            if isinstance(node, Struct):
+                if built:
+                    n = len(node.args)
+                    args = tuple(out[len(out) - n:]) if n else ()
+                    del out[len(out) - n:]
+                    out.append(Struct(node.name, args, node.span))
+                else:
+                    stack.append((node, True))
+                    stack.extend((a, False) for a in reversed(node.args))
+            elif isinstance(node, Var):
+                out.append(self.var(node))
+            else:
+                out.append(node)
+        return out[0]
+
+    def var(self, v: Var) -> Var:
+        if v.name == "_":
+            self.count += 1
+            return Var("_", self.count - 1, v.span)
+        if v.name not in self.numbers:
+            self.numbers[v.name] = self.count
+            self.count += 1
+        return Var(v.name, self.numbers[v.name], v.span)
+
+    # -- goals ------------------------------------------------------------------------------
+    def goal(self, t: Term, in_guard: bool) -> Call | None:
+        span = t.span
+        placement = None
+        if isinstance(t, Struct) and t.name == "@" and len(t.args) == 2:
+            if in_guard:
+                self.error(span, "'@' placement is not allowed in a guard")
+                return None
+            t, placement = t.args[0], self.term(t.args[1])
+        if isinstance(t, Var):
+            return Call("call/1", (self.var(t),), span, placement)
+        if isinstance(t, Atom):
+            return Call(relation_key(t.name, 0), (), span, placement)
+        if isinstance(t, Struct):
+            if t.name == "~" and len(t.args) == 1:
+                self.error(span, "negation '~' is not supported yet")
+                return None
+            key = relation_key(t.name, len(t.args))
+            if key in NOT_YET:
+                self.error(span, f"{key} is not supported yet")
+                return None
+            return Call(key, tuple(self.term(a) for a in t.args), span, placement)
+        kind = "number" if isinstance(t, (Int, Float)) else "term"
+        self.error(span, f"a {kind} cannot be a goal")
+        return None
+
+    def guard(self, t: Term) -> list[Call]:
+        goals: list[Call] = []
+        for part in _flatten(t, ","):
+            if isinstance(part, Struct) and part.name in ("&", ";", "<-", ":") and len(part.args) == 2:
+                self.error(part.span, f"'{part.name}' cannot appear in a guard")
+                continue
+            call = self.goal(part, in_guard=True)
+            if call is None:
+                continue
+            if call.target in TESTS or call.target == "=/2":
+                goals.append(call)
+            elif call.target == "true/0":
+                continue
+            else:
+                self.error(call.span, f"guard calls {call.target}: deep guards (calls of relations "
+                                      "in a guard) are not supported yet; only primitive tests")
+        return goals
+
+    def body(self, t: Term) -> Body | None:
+        if isinstance(t, Struct) and len(t.args) == 2 and t.name in (",", "&"):
+            parts = [p for p in (self.body(a) for a in _flatten(t, t.name)) if p is not None]
+            if t.name == ",":
+                parts = _output_in_order(parts)
+            if not parts:
+                return None
+            return parts[0] if len(parts) == 1 else Conj(t.name, tuple(parts))
+        if isinstance(t, Struct) and len(t.args) == 2 and t.name in (";", ":", "<-", ":-"):
+            what = {";": "';' separates clauses; it", ":": "':' ends a guard; it",
+                    "<-": "'<-'", ":-": "':-'"}[t.name]
+            self.error(t.span, f"{what} cannot appear inside a body")
+            return None
+        call = self.goal(t, in_guard=False)
+        if call is None or (call.target == "true/0" and call.placement is None):
+            return None
+        return call
+
+
+OUTPUT_GOALS = frozenset({"write/1", "nl/0", "halt/0"})
+
+
+def _output_in_order(parts: list[Body]) -> list[Body]:
+    """The output goals of one `,` conjunction run in written order (`write(X), nl` prints X
+    before the newline even when X is bound late): they become one `&` chain, standing where
+    the first of them stood. Other goals are not delayed."""
+    outs = [p for p in parts if isinstance(p, Call) and p.target in OUTPUT_GOALS and p.placement is None]
+    if len(outs) < 2:
+        return parts
+    chain = Conj("&", tuple(outs))
+    first = parts.index(outs[0])
+    rest = [p for p in parts if not any(p is o for o in outs)]
+    rest.insert(first, chain)
+    return rest
+
+
+def _flatten(t: Term, op: str) -> list[Term]:
+    parts: list[Term] = []
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Struct) and x.name == op and len(x.args) == 2:
+            stack.append(x.args[1])
+            stack.append(x.args[0])
+        else:
+            parts.append(x)
+    return parts
+
+
+def lower_clause(term: Term, diagnostics: list[Diagnostic]) -> RawClause | None:
+    """One clause term -> RawClause (None when it had errors, which are in `diagnostics`)."""
+    before = len(diagnostics)
+    low = ClauseLowering(diagnostics)
+    guard_t: Term | None = None
+    body_t: Term | None = None
+    head = term
+    if isinstance(term, Struct) and len(term.args) == 2 and term.name == ":-":
+        low.error(term.span, "all-solutions relations (clauses with ':-') are not supported yet")
+        return None
+    if isinstance(term, Struct) and len(term.args) == 2 and term.name == "<-":
+        head, rhs = term.args
+        if isinstance(rhs, Struct) and len(rhs.args) == 2 and rhs.name == ":":
+            guard_t, body_t = rhs.args
+        else:
+            body_t = rhs
+    if isinstance(head, Atom):
+        name, head_args = head.name, ()
+    elif isinstance(head, Struct) and head.name not in (",", "&", ":", ";", "<-"):
+        name, head_args = head.name, head.args
+    else:
+        low.error(head.span, "a clause head must be an atom or a compound term")
+        return None
+    numbered_head = tuple(low.term(a) for a in head_args)
+    guard = tuple(low.guard(guard_t)) if guard_t is not None else ()
+    body = low.body(body_t) if body_t is not None else None
+    if len(diagnostics) > before:
+        return None
+    return RawClause(name, len(head_args), Clause(numbered_head, guard, body, low.count, term.span))

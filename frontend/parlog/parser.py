@@ -1,0 +1,292 @@
+"""Reads PARLOG source into items whose clauses are HPGREM terms with spans.
+
+Clauses are read as terms, the way Prolog reads them (`<-`, `:`, `&`, `,`, `;` are operators of
+the grammar); `syntax.py` takes the clause structure apart.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from frontend.diagnostics import CompileError, Diagnostic
+from hpgrem.ir import NO_SPAN, Atom, Float, Int, Span, Struct, Term, Var, make_list
+
+
+@dataclass(frozen=True, slots=True)
+class ModeDecl:
+    """`mode name(M1, ..., Mn).` with each Mi `?` or `^`."""
+
+    name: str
+    modes: tuple[str, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ClauseItem:
+    """One item of clauses joined by `;`, each still a term."""
+
+    clauses: tuple[Term, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Directive:
+    """`:- Directive.`: reserved."""
+
+    span: Span
+
+
+Item = ModeDecl | ClauseItem | Directive
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    grammar = (Path(__file__).parent / "parlog.lark").read_text()
+    return Lark(grammar, parser="lalr", start=["start", "goal"], propagate_positions=True,
+                maybe_placeholders=False, cache=False)
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
+            "0": "\0", "\\": "\\", "'": "'", '"': '"', "`": "`", "e": "\x1b", "s": " "}
+
+
+def unescape(body: str, quote: str) -> str:
+    """The text of a quoted atom or string body (without its quotes)."""
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == quote and body[i + 1:i + 2] == quote:
+            out.append(quote)
+            i += 2
+        elif c == "\\" and i + 1 < len(body):
+            e = body[i + 1]
+            if e == "x":
+                end = body.find("\\", i + 2)
+                out.append(chr(int(body[i + 2:end], 16)))
+                i = end + 1
+            elif e.isdigit() and e in "01234567" and "\\" in body[i + 2:]:
+                end = body.find("\\", i + 1)
+                out.append(chr(int(body[i + 1:end], 8)))
+                i = end + 1
+            else:
+                out.append(_ESCAPES.get(e, e))
+                i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def parse_int(text: str) -> int:
+    sign = -1 if text.startswith("-") else 1
+    digits = text.lstrip("-")
+    if digits[:2] in ("0x", "0o", "0b"):
+        return sign * int(digits, 0)
+    return sign * int(digits, 10)
+
+
+def char_code(text: str) -> int:
+    body = text[2:]
+    if body == "''":
+        return ord("'")
+    return ord(unescape(body, "'")) if body.startswith("\\") else ord(body)
+
+
+class _Build(Transformer):
+    """Lark tree -> items and terms."""
+
+    def __init__(self, file: str):
+        super().__init__()
+        self.file = file
+
+    def _span(self, x) -> Span:
+        if isinstance(x, Token):
+            return Span(self.file, x.line, x.column)
+        return Span(self.file, x.line, x.column)
+
+    # items
+    @v_args(meta=True)
+    def directive(self, meta, children):
+        return Directive(self._span(meta))
+
+    @v_args(meta=True)
+    def mode_decl(self, meta, children):
+        name, modes = children[1]
+        return ModeDecl(name, modes, self._span(meta))
+
+    def mode_head(self, children):
+        return children[0].name, tuple(children[1:])
+
+    def mode_head0(self, children):
+        return children[0].name, ()
+
+    def mode_arg(self, children):
+        return str(children[-1])
+
+    @v_args(meta=True)
+    def clause_item(self, meta, children):
+        return ClauseItem(tuple(c for c in children if not isinstance(c, Token)), self._span(meta))
+
+    def start(self, children):
+        return children
+
+    # terms
+    def int_(self, c):
+        return Int(parse_int(str(c[0])), self._span(c[0]))
+
+    def float_(self, c):
+        return Float(float(str(c[0])), self._span(c[0]))
+
+    def char_code(self, c):
+        return Int(char_code(str(c[0])), self._span(c[0]))
+
+    def variable(self, c):
+        return Var(str(c[0]), -1, self._span(c[0]))
+
+    def atom(self, c):
+        tok = c[0]
+        text = str(tok)
+        name = unescape(text[1:-1], "'") if tok.type == "QATOM" else text
+        return Atom(sys.intern(name), self._span(tok))
+
+    def compound(self, c):
+        name, args = c
+        return Struct(name.name, tuple(args), name.span)
+
+    @v_args(meta=True)
+    def nil(self, meta, c):
+        return Atom("[]", self._span(meta))
+
+    @v_args(meta=True)
+    def list_(self, meta, c):
+        return make_list(c[0], None, self._span(meta))
+
+    @v_args(meta=True)
+    def list_tail(self, meta, c):
+        return make_list(c[0], c[1], self._span(meta))
+
+    def args(self, c):
+        return list(c)
+
+    def string(self, c):
+        tok = c[0]
+        span = self._span(tok)
+        codes = [Int(ord(ch), span) for ch in unescape(str(tok)[1:-1], '"')]
+        return make_list(codes, None, span)
+
+    def paren(self, c):
+        return c[0]
+
+    def goal(self, c):
+        return c[0]
+
+    def binop(self, c):
+        left, op, right = c
+        return Struct(sys.intern(_op_text(op)), (left, right), left.span)
+
+    def prefix_op(self, c):
+        op, arg = c
+        tok = op.children[0] if not isinstance(op, Token) else op
+        return Struct(sys.intern(str(tok)), (arg,), self._span(tok))
+
+    def _infix(self, c, name):
+        left, *rest = c
+        right = rest[-1]
+        return Struct(name, (left, right), left.span)
+
+    def comma_op(self, c):
+        return self._infix(c, ",")
+
+    def amp_op(self, c):
+        return self._infix(c, "&")
+
+    def colon_op(self, c):
+        return self._infix(c, ":")
+
+    def neck_op(self, c):
+        left, neck, right = c
+        return Struct(str(neck), (left, right), left.span)
+
+    def semicolon(self, c):
+        return self._infix(c, ";")
+
+
+def _op_text(op) -> str:
+    if isinstance(op, Token):
+        return str(op)
+    return str(op.children[0])
+
+
+_TOKEN_NAMES = {
+    "END": "'.' (end of clause)", "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "SEMICOLON": "';'",
+    "COLON": "':'", "AMPERSAND": "'&'", "LSQB": "'['", "RSQB": "']'", "VBAR": "'|'", "NECK": "'<-'",
+    "VARIABLE": "a variable", "NAME": "an atom", "QATOM": "an atom", "INT": "a number",
+    "FLOAT": "a number", "STRING": "a string", "MODE_CHAR": "'?' or '^'", "$END": "end of file",
+}
+
+
+def _describe_expected(expected: set[str]) -> str:
+    names = sorted({_TOKEN_NAMES.get(e, None) or _pretty(e) for e in expected})
+    if len(names) > 6:
+        return ""
+    return " (expected " + ", ".join(names) + ")"
+
+
+def _pretty(terminal: str) -> str:
+    try:
+        pattern = _lark().get_terminal(terminal).pattern
+        if pattern.type == "str":
+            return f"'{pattern.value}'"
+    except KeyError:
+        pass
+    return terminal.lower()
+
+
+def _syntax_error(err: UnexpectedInput, file: str, text: str) -> Diagnostic:
+    line, col = getattr(err, "line", 0), getattr(err, "column", 0)
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        if tok.type == "$END":
+            lines = text.splitlines() or [""]
+            return Diagnostic(Span(file, len(lines), len(lines[-1]) + 1),
+                              "syntax error: unexpected end of file (missing '.' after the last clause?)")
+        return Diagnostic(Span(file, line, col),
+                          f"syntax error: unexpected '{tok}'{_describe_expected(err.expected)}")
+    if isinstance(err, UnexpectedCharacters):
+        ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else "?"
+        hint = ""
+        if ch == "." and ("END" in err.allowed or not err.allowed):
+            hint = " (a clause ends with '.' followed by a space or newline)"
+        return Diagnostic(Span(file, line, col), f"syntax error: unexpected character '{ch}'{hint}")
+    if isinstance(err, UnexpectedEOF):
+        lines = text.splitlines() or [""]
+        return Diagnostic(Span(file, len(lines), len(lines[-1]) + 1), "syntax error: unexpected end of file")
+    return Diagnostic(Span(file, line, col), "syntax error")
+
+
+def _parse(text: str, file: str, start: str):
+    try:
+        tree = _lark().parse(text, start=start)
+    except UnexpectedInput as err:
+        raise CompileError([_syntax_error(err, file, text)]) from None
+    return _Build(file).transform(tree)
+
+
+def parse_program(text: str, file: str) -> list[Item]:
+    """Parse a whole PARLOG source text; raises CompileError with a positioned diagnostic."""
+    return _parse(text, file, "start")
+
+
+def parse_goal(text: str, file: str = "<goal>") -> Term:
+    """Parse the conjunction given to `--goal` (a final '.' is optional)."""
+    return _parse(text, file, "goal")
+
+
+__all__ = ["ClauseItem", "Directive", "Item", "ModeDecl", "NO_SPAN", "parse_goal", "parse_program"]

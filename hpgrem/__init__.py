@@ -1,0 +1,1 @@
+"""HPGREM: the intermediate form, its verifier, file format and passes."""

@@ -1,0 +1,1 @@
+"""PAM/TGR: the parallel abstract machine for term graph rewriting."""

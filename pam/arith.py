@@ -1,0 +1,201 @@
+"""Arithmetic evaluation for `is` and comparisons, with SWI-Prolog's functions and results."""
+
+from __future__ import annotations
+
+import math
+
+from pam.terms import Cons, Struct, Var
+
+
+class ArithError(Exception):
+    """Evaluation failed: not a number, an unknown function, division by zero..."""
+
+
+def _int_div(x, y):
+    if y == 0:
+        raise ArithError("division by zero")
+    if type(x) is int and type(y) is int:
+        q = abs(x) // abs(y)  # SWI's // truncates toward zero
+        return q if (x >= 0) == (y >= 0) else -q
+    raise ArithError("// expects integers")
+
+
+def _div(x, y):
+    if type(x) is int and type(y) is int:
+        if y == 0:
+            raise ArithError("division by zero")
+        q, r = divmod(x, y)
+        return q if r == 0 else x / y
+    if y == 0:
+        raise ArithError("division by zero")
+    return x / y
+
+
+def _mod(x, y):
+    _need_ints("mod", x, y)
+    if y == 0:
+        raise ArithError("division by zero")
+    return x % y
+
+
+def _rem(x, y):
+    _need_ints("rem", x, y)
+    if y == 0:
+        raise ArithError("division by zero")
+    return x - y * _int_div(x, y)
+
+
+def _pow(x, y):
+    if type(x) is int and type(y) is int:
+        if y >= 0:
+            return x ** y
+        if x in (1, -1):
+            return x ** y if y % 2 == 0 or x == 1 else -1
+        if x == 0:
+            raise ArithError("division by zero")
+        return float(x) ** y
+    try:
+        return float(x) ** float(y)
+    except ZeroDivisionError:
+        raise ArithError("division by zero") from None
+
+
+def _need_ints(op, *xs):
+    for x in xs:
+        if type(x) is not int:
+            raise ArithError(f"{op} expects integers, got {x!r}")
+
+
+def _shift(op):
+    def f(x, y):
+        _need_ints(op, x, y)
+        return x << y if op == "<<" else x >> y
+    return f
+
+
+def _bit(op, fn):
+    def f(x, y):
+        _need_ints(op, x, y)
+        return fn(x, y)
+    return f
+
+
+def _round(x):
+    if type(x) is int:
+        return x
+    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+
+
+def _sqrt(x):
+    if x < 0:
+        raise ArithError("sqrt of a negative number")
+    return math.sqrt(x)
+
+
+def _sign(x):
+    if type(x) is int:
+        return (x > 0) - (x < 0)
+    return math.copysign(1.0, x) if x != 0 else 0.0
+
+
+def _max(x, y):
+    return y if y > x or (y == x and type(y) is float) else x
+
+
+def _min(x, y):
+    return y if y < x or (y == x and type(y) is float) else x
+
+
+def _gcd(x, y):
+    _need_ints("gcd", x, y)
+    return math.gcd(x, y)
+
+
+def _truncate(x):
+    return x if type(x) is int else int(x)
+
+
+BINARY = {
+    "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+    "/": _div, "//": _int_div, "mod": _mod, "rem": _rem, "min": _min, "max": _max,
+    "**": _pow, "<<": _shift("<<"), ">>": _shift(">>"),
+    "/\\": _bit("/\\", lambda x, y: x & y), "\\/": _bit("\\/", lambda x, y: x | y), "gcd": _gcd,
+}
+UNARY = {
+    "-": lambda x: -x, "+": lambda x: x, "abs": abs, "sign": _sign, "sqrt": _sqrt,
+    "float": float, "integer": _round, "truncate": _truncate,
+    "\\": lambda x: ~x if type(x) is int else _need_ints("\\", x),
+}
+
+
+def evaluate(expr):
+    """The value of `expr`, or the first unbound variable met (the caller suspends on it)."""
+    # Post-order with an explicit stack: ("apply", name, arity) markers follow their operands.
+    stack = [expr]
+    values: list = []
+    while stack:
+        e = stack.pop()
+        while type(e) is Var:
+            v = e.val
+            if v is None:
+                return e
+            e = v
+        te = type(e)
+        if te is int or te is float:
+            values.append(e)
+        elif te is Struct:
+            n = len(e.args)
+            if n == 2 and e.name in BINARY or n == 1 and e.name in UNARY:
+                stack.append(_Apply(e.name, n))
+                stack.extend(reversed(e.args))
+            else:
+                raise ArithError(f"{e.name}/{n} is not an arithmetic function")
+        elif te is _Apply:
+            if e.arity == 2:
+                y = values.pop()
+                x = values.pop()
+                r = BINARY[e.name](x, y)
+            else:
+                r = UNARY[e.name](values.pop())
+            if type(r) is float and (math.isinf(r) or math.isnan(r)):
+                raise ArithError("float overflow or undefined result")
+            values.append(r)
+        elif te is Cons and type(e.tail) is str and e.tail == "[]":
+            stack.append(e.head)  # "a" evaluates to its code, as in SWI
+        elif te is str:
+            if e == "pi":
+                values.append(math.pi)
+            elif e == "e":
+                values.append(math.e)
+            elif e in ("inf", "infinite"):
+                values.append(math.inf)
+            elif e == "max_tagged_integer":
+                values.append((1 << 60) - 1)
+            else:
+                raise ArithError(f"{e} is not a number")
+        else:
+            raise ArithError("not a number")
+    return values[0]
+
+
+class _Apply:
+    __slots__ = ("name", "arity")
+
+    def __init__(self, name: str, arity: int) -> None:
+        self.name = name
+        self.arity = arity
+
+
+def compare(op: str, x, y) -> bool:
+    """An arithmetic comparison of two numbers."""
+    if op == "<":
+        return x < y
+    if op == ">":
+        return x > y
+    if op == "=<":
+        return x <= y
+    if op == ">=":
+        return x >= y
+    if op == "=:=":
+        return x == y
+    return x != y

@@ -1,0 +1,36 @@
+"""What a running program can end in, besides success; the CLI maps each to an exit status."""
+
+from __future__ import annotations
+
+from hpgrem.ir import Span
+
+
+class MachineStop(Exception):
+    """Base of every way a run ends early."""
+
+
+class ProgramFailure(MachineStop):
+    """A goal failed (exit 1): `goal` is its text, `span` its call site."""
+
+    def __init__(self, message: str, goal: str | None = None, span: Span | None = None):
+        super().__init__(message)
+        self.message = message
+        self.goal = goal
+        self.span = span
+
+
+class Deadlock(MachineStop):
+    """Every remaining goal is suspended (exit 3): `goals` are (text, span, waits-on) triples."""
+
+    def __init__(self, goals: list[tuple[str, Span | None, list[str]]], total: int):
+        super().__init__(f"deadlock: {total} goals suspended")
+        self.goals = goals
+        self.total = total
+
+
+class LimitExceeded(MachineStop):
+    """`--max-steps` or `--timeout` was reached (exit 4)."""
+
+
+class Halt(MachineStop):
+    """The program called `halt` (exit 0)."""

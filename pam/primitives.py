@@ -1,0 +1,290 @@
+"""The primitives of spec/parlog.md, implemented once for every PE.
+
+Each primitive is a function of its arguments and the call's source span that returns None
+(done), a list of unbound variables (suspend on them), or raises ProgramFailure. Rules call the
+pure ones inline at commit; `task_proc` wraps any of them as a task's step.
+"""
+
+from __future__ import annotations
+
+from pam.arith import ArithError, compare, evaluate
+from pam.errors import Halt, ProgramFailure
+from pam.task import Seq, Task
+from pam.terms import (CONS_NAME, NIL, Cons, Struct, Var, args_of, deref, first_unbound, from_list,
+                       functor_of, make_struct, mkatom, to_list)
+from pam.unify import match_eq
+from pam.write import write_term
+
+# Primitives run at commit rather than as tasks: they have no effect but bindings.
+INLINE = frozenset({
+    "=/2", "is/2", "functor/3", "arg/3", "=../2", "atom_codes/2", "number_codes/2", "length/2",
+    "data/1", "var/1", "==/2", "\\==/2", "</2", ">/2", "=</2", ">=/2", "=:=/2", "=\\=/2",
+    "atom/1", "integer/1", "float/1", "number/1", "atomic/1", "compound/1", "true/0",
+})
+
+
+def _fail(name: str, args: tuple, site, why: str = "failed") -> ProgramFailure:
+    goal = write_term(Struct(name, args)) if args else name
+    return ProgramFailure(why, goal, site)
+
+
+def _arith(value, name, args, site):
+    """Evaluate, turning arithmetic errors into a failure that names the goal."""
+    try:
+        return evaluate(value)
+    except ArithError as e:
+        raise _fail(name, args, site, f"arithmetic error: {e}") from None
+
+
+def arith_test(op: str, x, y, site):
+    """An arithmetic comparison: True, False, or the variables it waits for."""
+    a = _arith(x, op, (x, y), site)
+    if type(a) is Var:
+        return [a]
+    b = _arith(y, op, (x, y), site)
+    if type(b) is Var:
+        return [b]
+    return compare(op, a, b)
+
+
+def build(pe, lookup) -> dict:
+    """The primitives of `pe` by key; `lookup(name, arity)` finds a relation's step for `call/1`."""
+    unify = pe.unify
+    emit = pe.output
+
+    def eq(x, y, site):
+        if not unify(x, y):
+            raise _fail("=", (x, y), site)
+
+    def is_(x, e, site):
+        v = _arith(e, "is", (x, e), site)
+        if type(v) is Var:
+            return [v]
+        x = deref(x)
+        if type(x) is Var:
+            pe.bind(x, v)
+        elif type(x) is not type(v) or x != v:
+            raise _fail("is", (x, e), site)
+
+    def comparison(op):
+        def test(x, y, site):
+            r = arith_test(op, x, y, site)
+            if r is False:
+                raise _fail(op, (x, y), site)
+            if r is not True:
+                return r
+        return test
+
+    def identical(x, y, site):
+        r = match_eq(x, y)
+        if r is False:
+            raise _fail("==", (x, y), site)
+        if r is not True:
+            return r
+
+    def not_identical(x, y, site):
+        r = match_eq(x, y)
+        if r is True:
+            raise _fail("\\==", (x, y), site)
+        if r is not False:
+            return r
+
+    def type_test(name, ok):
+        def test(x, site):
+            x = deref(x)
+            if type(x) is Var:
+                return [x]
+            if not ok(x):
+                raise _fail(name, (x,), site)
+        return test
+
+    def data(x, site):
+        x = deref(x)
+        if type(x) is Var:
+            return [x]
+
+    def var(x, site):
+        if type(deref(x)) is not Var:
+            raise _fail("var", (x,), site)
+
+    def true(site):
+        return None
+
+    def functor(t, n, a, site):
+        t = deref(t)
+        if type(t) is not Var:
+            name, arity = functor_of(t)
+            if not (unify(n, name) and unify(a, arity)):
+                raise _fail("functor", (t, n, a), site)
+            return None
+        n, a = deref(n), deref(a)
+        waits = [v for v in (n, a) if type(v) is Var]
+        if waits:
+            return waits
+        if type(a) is not int or a < 0 or (a > 0 and type(n) is not str):
+            raise _fail("functor", (t, n, a), site, "functor/3: bad name or arity")
+        term = n if a == 0 else make_struct(n, tuple(Var() for _ in range(a)))
+        pe.bind(t, term)
+
+    def arg(n, t, a, site):
+        n, t = deref(n), deref(t)
+        waits = [v for v in (n, t) if type(v) is Var]
+        if waits:
+            return waits
+        args = args_of(t)
+        if type(n) is not int or not 1 <= n <= len(args) or not unify(a, args[n - 1]):
+            raise _fail("arg", (n, t, a), site)
+
+    def univ(t, lst, site):
+        t = deref(t)
+        if type(t) is not Var:
+            name, _ = functor_of(t)
+            if not unify(lst, from_list([name, *args_of(t)])):
+                raise _fail("=..", (t, lst), site)
+            return None
+        items, tail = to_list(lst)
+        if type(tail) is Var:
+            return [tail]
+        if not items:
+            raise _fail("=..", (t, lst), site, "=..: empty list")
+        head = deref(items[0])
+        if type(head) is Var:
+            return [head]
+        if len(items) > 1 and type(head) is not str:
+            raise _fail("=..", (t, lst), site, "=..: the functor must be an atom")
+        pe.bind(t, make_struct(head, tuple(items[1:])) if len(items) > 1 else head)
+
+    def codes_of(lst, name, args, site):
+        """The text of a ground code list, a list of variables to wait on, or a failure."""
+        items, tail = to_list(lst)
+        if type(tail) is Var:
+            return None, [tail]
+        codes = []
+        for c in items:
+            c = deref(c)
+            if type(c) is Var:
+                return None, [c]
+            if type(c) is not int or not 0 <= c <= 0x10FFFF:
+                raise _fail(name, args, site, f"{name}/2: not a list of character codes")
+            codes.append(chr(c))
+        return "".join(codes), None
+
+    def atom_codes(a, lst, site):
+        a = deref(a)
+        if type(a) is not Var:
+            text = a if type(a) is str else write_term(a)
+            if not unify(lst, from_list([ord(c) for c in text])):
+                raise _fail("atom_codes", (a, lst), site)
+            return None
+        text, waits = codes_of(lst, "atom_codes", (a, lst), site)
+        if waits:
+            return waits + [a]
+        pe.bind(a, mkatom(text))
+
+    def number_codes(num, lst, site):
+        num = deref(num)
+        if type(num) is not Var:
+            if not unify(lst, from_list([ord(c) for c in write_term(num)])):
+                raise _fail("number_codes", (num, lst), site)
+            return None
+        text, waits = codes_of(lst, "number_codes", (num, lst), site)
+        if waits:
+            return waits + [num]
+        value = parse_number(text)
+        if value is None:
+            raise _fail("number_codes", (num, lst), site, f"number_codes/2: '{text}' is not a number")
+        pe.bind(num, value)
+
+    def length(lst, n, site):
+        items, tail = to_list(lst)
+        if type(tail) is Var:
+            return [tail]
+        if tail != NIL or not unify(n, len(items)):
+            raise _fail("length", (lst, n), site)
+
+    def write(t, site):
+        v = first_unbound(t)
+        if v is not None:
+            return [v]
+        emit(write_term(t))
+
+    def nl(site):
+        emit("\n")
+
+    def halt(site):
+        raise Halt()
+
+    prims = {
+        "=/2": eq, "is/2": is_, "==/2": identical, "\\==/2": not_identical,
+        "data/1": data, "var/1": var, "true/0": true,
+        "atom/1": type_test("atom", lambda x: type(x) is str),
+        "integer/1": type_test("integer", lambda x: type(x) is int),
+        "float/1": type_test("float", lambda x: type(x) is float),
+        "number/1": type_test("number", lambda x: type(x) in (int, float)),
+        "atomic/1": type_test("atomic", lambda x: type(x) in (str, int, float)),
+        "compound/1": type_test("compound", lambda x: type(x) in (Struct, Cons)),
+        "functor/3": functor, "arg/3": arg, "=../2": univ, "atom_codes/2": atom_codes,
+        "number_codes/2": number_codes, "length/2": length, "write/1": write, "nl/0": nl,
+        "halt/0": halt,
+    }
+    for op in ("<", ">", "=<", ">=", "=:=", "=\\="):
+        prims[f"{op}/2"] = comparison(op)
+
+    procs = {key: task_proc(fn, key.rsplit("/", 1)[0]) for key, fn in prims.items()}
+
+    def call(t):
+        """`call(G)`: the task becomes the goal G (a conjunction becomes its plan)."""
+        g = deref(t.args[0])
+        if type(g) is Var:
+            return [g]
+        plan = goal_plan(g, t.site)
+        if type(plan) is Task:
+            plan.group = t.group
+            return plan
+        pe.spawn(plan, t)
+        return None
+
+    def goal_plan(g, site):
+        g = deref(g)
+        if type(g) is Struct and len(g.args) == 2 and g.name in (",", "&"):
+            left, right = goal_plan(g.args[0], site), goal_plan(g.args[1], site)
+            return [left, right] if g.name == "," else Seq([left, right])
+        if type(g) is Var:
+            return Task(procs["call/1"], (g,), None, site)
+        if type(g) not in (str, Struct):
+            raise ProgramFailure("call/1: not a callable goal", write_term(g), site)
+        name, arity = (g, 0) if type(g) is str else (g.name, len(g.args))
+        proc = lookup(name, arity) or procs.get(f"{name}/{arity}")
+        if proc is None:
+            raise ProgramFailure(f"call/1: unknown relation {name}/{arity}", write_term(g), site)
+        return Task(proc, args_of(g), None, site)
+
+    call.goal_name = "call"
+    procs["call/1"] = call
+    return {"inline": {k: v for k, v in prims.items() if k in INLINE}, "procs": procs}
+
+
+def task_proc(fn, name: str):
+    """A primitive as a task's step."""
+    def step(t):
+        return fn(*t.args, t.site)
+    step.goal_name = name
+    return step
+
+
+def parse_number(text: str):
+    """Number syntax of `number_codes/2` (leading layout allowed, as in SWI)."""
+    s = text.strip()
+    try:
+        if s.startswith("0'") and len(s) == 3:
+            return ord(s[2])
+        if any(c in s for c in ".eE") and not s.lower().startswith(("0x", "-0x")):
+            return float(s)
+        sign = -1 if s.startswith("-") else 1
+        body = s.lstrip("+-")
+        return sign * (int(body, 0) if body[:2] in ("0x", "0o", "0b") else int(body, 10))
+    except ValueError:
+        return None
+
+
+__all__ = ["INLINE", "build", "parse_number", "task_proc", "CONS_NAME", "Cons"]

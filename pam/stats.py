@@ -1,0 +1,73 @@
+"""Per-PE counters and the run's totals, as `--stats` and `--stats-json` report them (spec/cli.md)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(slots=True)
+class PEStats:
+    """What one PE did."""
+
+    pe: int
+    reductions: int = 0
+    suspensions: int = 0
+    resumptions: int = 0
+    sent: int = 0
+    received: int = 0
+    bytes_sent: int = 0
+    hops: int = 0
+    steals: int = 0
+    busy_time: float = 0.0
+
+
+@dataclass(slots=True)
+class RunStats:
+    """A whole run: `time` is virtual seconds (sim) or wall seconds (mpi); `work` the PEs' busy time."""
+
+    pes: int
+    topology: str
+    mode: str
+    time: float
+    per_pe: list[PEStats]
+
+    @property
+    def work(self) -> float:
+        return sum(p.busy_time for p in self.per_pe)
+
+    @property
+    def reductions(self) -> int:
+        return sum(p.reductions for p in self.per_pe)
+
+    def to_json(self) -> dict:
+        rows = []
+        for p in self.per_pe:
+            row = asdict(p)
+            row["idle_share"] = 0.0 if self.time <= 0 else max(0.0, 1.0 - p.busy_time / self.time)
+            rows.append(row)
+        return {
+            "pes": self.pes, "topology": self.topology, "mode": self.mode, "time": self.time,
+            "work": self.work, "reductions": self.reductions,
+            "speedup": (self.work / self.time) if self.time > 0 else None,
+            "per_pe": rows,
+        }
+
+    def table(self) -> str:
+        data = self.to_json()
+        head = ["pe", "reductions", "suspensions", "resumptions", "sent", "received", "bytes_sent",
+                "hops", "steals", "idle_share", "busy_time"]
+        lines = ["  ".join(f"{h:>11}" for h in head)]
+        for row in data["per_pe"]:
+            lines.append("  ".join(_cell(row[h]) for h in head))
+        lines.append(f"total: {data['reductions']} reductions in {data['time']:.6f} s ({self.mode}), "
+                     f"work {data['work']:.6f} s, speedup {data['speedup'] or 0:.2f} on {self.pes} PE(s), "
+                     f"topology {self.topology}")
+        rate = data["reductions"] / data["time"] if data["time"] > 0 else 0.0
+        lines.append(f"rate: {rate:,.0f} reductions/s")
+        return "\n".join(lines)
+
+
+def _cell(x) -> str:
+    if isinstance(x, float):
+        return f"{x:>11.4f}"
+    return f"{x:>11}"

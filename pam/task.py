@@ -1,0 +1,45 @@
+"""Tasks (active nodes, redexes) and the groups that detect when the left side of `&` is done.
+
+A task's `proc` performs one step of its goal (see `pam.rules`): it returns None when the task
+committed and left nothing to run, another Task to run next when it committed and continues, or
+a list of variables when it suspends on them. It raises `ProgramFailure` when it fails.
+"""
+
+from __future__ import annotations
+
+
+class Task:
+    """A goal to reduce: `proc(self)` steps it; `args` are its arguments; `group` the `&` it
+    belongs to (None at top level); `site` the call's source span; `waits` the variables it is
+    suspended on (None while runnable)."""
+
+    __slots__ = ("proc", "args", "group", "site", "waits")
+
+    def __init__(self, proc, args: tuple, group, site) -> None:
+        self.proc = proc
+        self.args = args
+        self.group = group
+        self.site = site
+        self.waits = None
+
+
+class Seq:
+    """A body plan `P1 & P2 & ...`: each part starts when the one before it has terminated.
+    Parts are Tasks, lists of parts (started together, as `,` does) or nested Seqs."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list) -> None:
+        self.parts = parts
+
+
+class AndGroup:
+    """Counts the live tasks descending from the running part of a `Seq`; at zero the next part
+    starts, and after the last part the group is finished as one member of its parent."""
+
+    __slots__ = ("count", "parent", "later")
+
+    def __init__(self, parent, later: list) -> None:
+        self.count = 0
+        self.parent = parent
+        self.later = later
