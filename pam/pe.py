@@ -80,6 +80,7 @@ class PE:
     def park(self, task: Task, waits: list) -> None:
         """Suspend `task` on `waits` (a list of unbound variables)."""
         task.waits = waits
+        self.stats.suspensions += 1
         for v in waits:
             s = v.susp
             if s is None:
@@ -146,7 +147,7 @@ class PE:
         try:
             while ready:
                 t = pop()
-                budget = SLICE
+                budget = SLICE if limit is None else max(1, min(SLICE, next_check - calls))
                 while True:
                     calls += 1
                     r = t.proc(t)
@@ -179,7 +180,6 @@ class PE:
             raise
         finally:
             stats.reductions += calls - suspensions
-            stats.suspensions += suspensions
             stats.busy_time += time.perf_counter() - began
 
     # -- reports ------------------------------------------------------------------------------
@@ -194,6 +194,6 @@ class PE:
         goals = []
         for t in list(self.suspended)[:DEADLOCK_REPORT_LIMIT]:
             text = self.goal_text(t, names)
-            waits = [write_term(v, names) for v in t.waits or []]
+            waits = list(dict.fromkeys(write_term(v, names) for v in t.waits or []))
             goals.append((text, t.site, waits))
         return Deadlock(goals, len(self.suspended))

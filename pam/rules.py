@@ -32,6 +32,9 @@ TYPE_TESTS = {
     "compound/1": "type({x}) is not Struct and type({x}) is not Cons",
 }
 COMPARISONS = {"</2": "<", ">/2": ">", "=</2": "<=", ">=/2": ">=", "=:=/2": "==", "=\\=/2": "!="}
+INT_BINARY = {"+": "({} + {})", "-": "({} - {})", "*": "({} * {})", "min": "min({}, {})",
+              "max": "max({}, {})", "mod": "({} % {})", "/\\": "({} & {})", "\\/": "({} | {})"}
+INT_UNARY = {"-": "(-{})", "abs": "abs({})"}
 DEEP = 24  # nesting depth above which built terms go through temporaries (Python's parser limit)
 
 
@@ -286,24 +289,69 @@ class _ClauseCode:
             raise AssertionError(f"unexpected guard {key}")
 
     def comparison(self, g: Call) -> None:
-        """Integers compare inline; anything else goes through the evaluator."""
+        """Integer arithmetic compares inline; anything else goes through the evaluator."""
         e = self.e
         op = COMPARISONS[g.target]
-        xs = []
-        for a in g.args:
-            x = self.temp()
-            e(f"{x} = {self.build(a)}")
-            if isinstance(a, Var):
-                e(f"if type({x}) is Var: {x} = deref({x})")
-            xs.append(x)
-        x, y = xs
-        e(f"if type({x}) is int and type({y}) is int:")
+        fast = self.int_arith(g.args)
+        generic = [
+            f"r = arith_test({g.target.split('/')[0]!r}, {self.build(g.args[0])}, "
+            f"{self.build(g.args[1])}, {self.rc.site(g.span)})",
+            "if r is not True:",
+            "    if r is not False: s = susp1(s, *r)",
+            "    break",
+        ]
+        if fast is None:
+            for line in generic:
+                e(line)
+            return
+        (x, y), check = fast
+        e(f"if {check}:")
         e(f"    if not ({x} {op} {y}): break")
         e("else:")
-        e(f"    r = arith_test({g.target.split('/')[0]!r}, {x}, {y}, {self.rc.site(g.span)})")
-        e("    if r is not True:")
-        e("        if r is not False: s = susp1(s, *r)")
-        e("        break")
+        e.indent()
+        for line in generic:
+            e(line)
+        e.dedent()
+
+    def int_arith(self, exprs) -> tuple[list[str], str] | None:
+        """Python expressions for arithmetic `exprs` valid when every variable in them holds an
+        integer, and the test that says so; None when some operator has no plain-int meaning
+        here (division rounds differently, `mod` may divide by zero) or a variable is new."""
+        leaves: dict[int, str] = {}
+        nonzero: list[str] = []
+
+        def expr(t) -> str | None:
+            if isinstance(t, Int):
+                return repr(t.value)
+            if isinstance(t, Var):
+                if t.index not in self.bound:
+                    return None
+                if t.index not in leaves:
+                    leaves[t.index] = self.temp()
+                return leaves[t.index]
+            if isinstance(t, Struct) and len(t.args) == 2 and t.name in INT_BINARY:
+                a, b = expr(t.args[0]), expr(t.args[1])
+                if a is None or b is None:
+                    return None
+                if t.name == "mod":  # Python's % is SWI's mod, but for a zero divisor
+                    nonzero.append(b)
+                return INT_BINARY[t.name].format(a, b)
+            if isinstance(t, Struct) and len(t.args) == 1 and t.name in INT_UNARY:
+                a = expr(t.args[0])
+                return None if a is None else INT_UNARY[t.name].format(a)
+            return None
+
+        out = [expr(x) for x in exprs]
+        if any(x is None for x in out) or not leaves:
+            return None
+        for index, x in leaves.items():
+            self.e(f"{x} = v{index}")
+            self.e(f"if type({x}) is Var: {x} = deref({x})")
+        checks = [f"type({x}) is int" for x in leaves.values()] + [f"{b} != 0" for b in nonzero]
+        return out, " and ".join(checks)
+
+    def is_new(self, term: Term) -> bool:
+        return isinstance(term, Var) and term.index not in self.bound
 
     # -- building terms -------------------------------------------------------------------------
     def fresh(self, term: Term) -> None:
@@ -382,12 +430,16 @@ class _ClauseCode:
         e = self.e
         tasks: list[Call] = []
         for c in calls:
+            if c.target == "is/2" and self.is_new(c.args[0]) and self.fast_is(c):
+                continue
+            if c.target == "=/2" and (self.is_new(c.args[0]) or self.is_new(c.args[1])):
+                new, other = c.args if self.is_new(c.args[0]) else reversed(c.args)
+                value = self.build(other)
+                e(f"v{new.index} = {value}")  # a new variable just names the other side
+                self.bound.add(new.index)
+                continue
             if c.target in primitives.INLINE:
-                args = ", ".join(self.build(a) for a in c.args)
-                sep = ", " if args else ""
-                site = self.rc.site(c.span)
-                e(f"r = INLINE[{c.target!r}]({args}{sep}{site})")
-                e(f"if r is not None: park_new(PROCS[{c.target!r}], ({args}{sep}), t.group, {site}, r)")
+                self.inline_primitive(c)
             else:
                 tasks.append(c)
         if not tasks:
@@ -404,6 +456,30 @@ class _ClauseCode:
         e(f"t.args = {args}")
         e(f"t.site = {self.rc.site(c.span)}")
         e("return t")
+
+    def inline_primitive(self, c: Call) -> None:
+        e = self.e
+        args = self.temp()
+        e(f"{args} = {self.args_tuple(c)}")
+        site = self.rc.site(c.span)
+        e(f"r = INLINE[{c.target!r}](*{args}, {site})")
+        e(f"if r is not None: park_new(PROCS[{c.target!r}], {args}, t.group, {site}, r)")
+
+    def fast_is(self, c: Call) -> bool:
+        """`X is Expr` with X new: X is the Python int itself when Expr's variables hold ints."""
+        fast = self.int_arith([c.args[1]])
+        if fast is None:
+            return False
+        (value,), check = fast
+        x = c.args[0].index
+        e = self.e
+        e(f"if {check}:")
+        e(f"    v{x} = {value}")
+        e("else:")
+        e.indent()
+        self.inline_primitive(c)  # creates v{x} as a variable for the general evaluator
+        e.dedent()
+        return True
 
     def proc(self, call: Call) -> str:
         if call.target in self.rc.proc_names:
@@ -441,7 +517,7 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         return s
 
     def fail_goal(t):
-        return ProgramFailure("goal failed: no clause matches", pe.goal_text(t), t.site)
+        return ProgramFailure("no clause matches", pe.goal_text(t), t.site)
 
     def fail_output(t, clause_site):
         return ProgramFailure(f"output unification failed after commitment to the clause at "

@@ -1,7 +1,10 @@
 """Terms as text, the way SWI-Prolog 9's `write/1` prints them (operators, spacing, floats).
 
-The writer works from an explicit stack, so a list of a million elements or a deeply nested
-term prints without recursion.
+Spacing follows SWI's rule: a space goes between two tokens only where they would otherwise
+read as one (two alphanumeric tokens, or two symbol-char tokens), plus a space after a prefix
+`-` before a number (`- 1` is not the number -1) and before a parenthesised operand (`- (a+b)`).
+The writer works from an explicit stack, so a list of a million elements or a deeply nested term
+prints without recursion.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import math
 
 from pam.terms import Cons, Struct, Var
 
-# SWI-Prolog 9's default operator table (only what write/1 needs): name -> (priority, type).
+# SWI-Prolog 9's default operator table (what write/1 consults): name -> (priority, type).
 INFIX = {
     ":-": (1200, "xfx"), "-->": (1200, "xfx"), "=>": (1200, "xfx"),
     ";": (1100, "xfy"), "|": (1100, "xfy"), "->": (1050, "xfy"), "*->": (1050, "xfy"),
@@ -20,8 +23,7 @@ INFIX = {
     "=<": (700, "xfx"), ">=": (700, "xfx"), "=:=": (700, "xfx"), "=\\=": (700, "xfx"),
     "@<": (700, "xfx"), "@>": (700, "xfx"), "@=<": (700, "xfx"), "@>=": (700, "xfx"),
     "=@=": (700, "xfx"), "\\=@=": (700, "xfx"), "as": (700, "xfx"), ">:<": (700, "xfx"),
-    ":<": (700, "xfx"),
-    ":": (200, "xfy"),
+    ":<": (700, "xfx"), ":": (200, "xfy"),
     "+": (500, "yfx"), "-": (500, "yfx"), "/\\": (500, "yfx"), "\\/": (500, "yfx"),
     "xor": (500, "yfx"),
     "*": (400, "yfx"), "/": (400, "yfx"), "//": (400, "yfx"), "mod": (400, "yfx"),
@@ -36,23 +38,43 @@ PREFIX = {
     "meta_predicate": (1150, "fx"), "module_transparent": (1150, "fx"), "multifile": (1150, "fx"),
     "public": (1150, "fx"), "thread_local": (1150, "fx"), "table": (1150, "fx"),
 }
-SYMBOL_CHARS = set("#$&*+-./:<=>?@^~\\")
+SYMBOL_CHARS = frozenset("#$&*+-./:<=>?@^~\\")
 
 
 def format_float(x: float) -> str:
-    """Shortest round-trip digits, written as SWI-Prolog does (`1.0e22`, `1.5e-7`, `0.1`)."""
+    """Shortest round-trip digits, laid out as SWI-Prolog does: positional from 1.0e-4 up to
+    below 1.0e15, else `1.0e+15`, `1.5e-7`."""
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
     if math.isnan(x):
         return "nan"
+    sign = "-" if math.copysign(1.0, x) < 0 else ""
+    digits, point = _shortest_digits(abs(x))
+    e = point - 1
+    if -4 <= e < 15:
+        if point <= 0:
+            text = "0." + "0" * -point + digits
+        elif point >= len(digits):
+            text = digits + "0" * (point - len(digits)) + ".0"
+        else:
+            text = digits[:point] + "." + digits[point:]
+    else:
+        frac = digits[1:] or "0"
+        text = f"{digits[0]}.{frac}e{'+' if e >= 0 else '-'}{abs(e)}"
+    return sign + text
+
+
+def _shortest_digits(x: float) -> tuple[str, int]:
+    """The shortest digit string d and decimal point position p with x = 0.d * 10**p."""
+    if x == 0:
+        return "0", 1
     r = repr(x)
-    if "e" in r:
-        mant, exp = r.split("e")
-        if "." not in mant:
-            mant += ".0"
-        sign = "-" if exp.startswith("-") else ""
-        return f"{mant}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
-    return r
+    mant, _, exp = r.partition("e")
+    whole, _, frac = mant.partition(".")
+    digits = (whole + frac).lstrip("0")
+    lead_zeros = len(whole + frac) - len((whole + frac).lstrip("0"))
+    point = len(whole) - lead_zeros + (int(exp) if exp else 0)
+    return digits.rstrip("0") or "0", point
 
 
 def _char_class(c: str) -> int:
@@ -63,17 +85,18 @@ def _char_class(c: str) -> int:
     return 0
 
 
-class _Out:
-    """Collects tokens, inserting a space where two would otherwise read as one."""
+class _Writer:
+    """Tokens out, with SWI's spacing between them."""
 
-    __slots__ = ("parts", "last")
+    __slots__ = ("parts", "last", "names")
 
-    def __init__(self) -> None:
+    def __init__(self, names: dict[int, str]) -> None:
         self.parts: list[str] = []
         self.last = ""
+        self.names = names
 
     def token(self, text: str) -> None:
-        if text and self.last:
+        if self.last and text:
             a = _char_class(self.last)
             if a and a == _char_class(text[0]):
                 self.parts.append(" ")
@@ -81,148 +104,148 @@ class _Out:
         if text:
             self.last = text[-1]
 
-    def raw(self, text: str) -> None:
+    def punct(self, text: str) -> None:
         self.parts.append(text)
-        if text:
-            self.last = text[-1]
+        self.last = text[-1]
+
+    def space(self) -> None:
+        self.parts.append(" ")
+        self.last = " "
 
 
-class _Close:
-    __slots__ = ("text",)
+class _Punct(str):
+    """A piece of punctuation on the work stack (never spaced)."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+
+def _deref(t):
+    while type(t) is Var and t.val is not None:
+        t = t.val
+    return t
 
 
 def write_term(t, var_names: dict[int, str] | None = None) -> str:
-    """`t` as `write/1` prints it; unbound variables print as `_G<n>`."""
-    names = var_names if var_names is not None else {}
-    out = _Out()
+    """`t` as `write/1` prints it; unbound variables print as `_G<n>` (numbered per `var_names`)."""
+    w = _Writer(var_names if var_names is not None else {})
     stack: list = [(t, 1200)]
     while stack:
         item = stack.pop()
-        if type(item) is _Close:
-            out.raw(item.text)
-            continue
-        if type(item) is str:
-            out.token(item)
-            continue
-        if type(item) is _Spaced:
-            out.raw(f" {item.name} ")
-            continue
-        term, prec = item
-        while type(term) is Var and term.val is not None:
-            term = term.val
-        tt = type(term)
-        if tt is Var:
-            key = id(term)
-            if key not in names:
-                names[key] = f"_G{len(names) + 1}"
-            out.token(names[key])
-        elif tt is int:
-            out.token(str(term))
-        elif tt is float:
-            out.token(format_float(term))
-        elif tt is str:
-            out.token(term)
-        elif tt is Cons:
-            _push_list(term, stack, out)
-        elif tt is Struct:
-            _push_struct(term, prec, stack, out)
+        if type(item) is _Punct:
+            w.punct(item)
+        elif type(item) is str:
+            w.token(item)
         else:
-            out.token(str(term))
-    return "".join(out.parts)
+            _write(w, item[0], item[1], stack)
+    return "".join(w.parts)
 
 
-def _push_list(term: Cons, stack: list, out: _Out) -> None:
-    out.raw("[")
+def _write(w: _Writer, term, prec: int, stack: list) -> None:
+    term = _deref(term)
+    tt = type(term)
+    if tt is Var:
+        name = w.names.get(id(term))
+        if name is None:
+            name = w.names[id(term)] = f"_G{len(w.names) + 1}"
+        w.token(name)
+    elif tt is int:
+        w.token(str(term))
+    elif tt is float:
+        w.token(format_float(term))
+    elif tt is str:
+        w.token(term)
+    elif tt is Cons:
+        _push_list(w, term, stack)
+    elif tt is Struct:
+        _push_struct(w, term, prec, stack)
+    else:
+        w.token(str(term))
+
+
+def _push_list(w: _Writer, term: Cons, stack: list) -> None:
+    w.punct("[")
     items = []
     t = term
     while True:
         items.append(t.head)
-        tail = t.tail
-        while type(tail) is Var and tail.val is not None:
-            tail = tail.val
-        if type(tail) is Cons:
-            t = tail
-            continue
-        break
-    stack.append(_Close("]"))
+        tail = _deref(t.tail)
+        if type(tail) is not Cons:
+            break
+        t = tail
+    stack.append(_Punct("]"))
     if not (type(tail) is str and tail == "[]"):
         stack.append((tail, 999))
-        stack.append(_Close("|"))
+        stack.append(_Punct("|"))
     for i in range(len(items) - 1, -1, -1):
         stack.append((items[i], 999))
         if i:
-            stack.append(_Close(","))
+            stack.append(_Punct(","))
 
 
-def _push_struct(term: Struct, prec: int, stack: list, out: _Out) -> None:
+def _push_struct(w: _Writer, term: Struct, prec: int, stack: list) -> None:
     name, args = term.name, term.args
     n = len(args)
     if name == "{}" and n == 1:
-        out.token("{")
-        stack.append(_Close("}"))
+        w.punct("{")
+        stack.append(_Punct("}"))
         stack.append((args[0], 1200))
         return
     if n == 2 and name in INFIX:
         p, typ = INFIX[name]
-        lp = p - 1 if typ[0] == "x" else p
-        rp = p - 1 if typ[2] == "x" else p
-        open_paren = p > prec
-        if open_paren:
-            out.raw("(")
-            stack.append(_Close(")"))
-        stack.append((args[1], rp))
-        if name == ",":
-            stack.append(_Close(","))
-        elif name[0].isalpha():
-            stack.append(_Spaced(name))
-        else:
-            stack.append(name)
-        stack.append((args[0], lp))
+        left = p - 1 if typ[0] == "x" else p
+        right = p - 1 if typ[2] == "x" else p
+        if p > prec:
+            w.punct("(")
+            stack.append(_Punct(")"))
+        stack.append((args[1], right))
+        stack.append(_Punct(",") if name == "," else name)
+        stack.append((args[0], left))
         return
     if n == 1 and name in PREFIX:
         p, typ = PREFIX[name]
-        ap = p - 1 if typ == "fx" else p
-        open_paren = p > prec
-        if open_paren:
-            out.raw("(")
-            stack.append(_Close(")"))
-        arg = args[0]
-        while type(arg) is Var and arg.val is not None:
-            arg = arg.val
-        out.token(name)
-        if type(arg) in (int, float) or _is_operator_term(arg, ap):
-            out.raw(" ")
-        stack.append((arg, ap))
+        operand_max = p - 1 if typ == "fx" else p
+        arg = _deref(args[0])
+        if p > prec:
+            w.punct("(")
+            stack.append(_Punct(")"))
+        w.token(name)
+        if type(arg) is str and (arg in INFIX or arg in PREFIX):
+            w.space()
+            stack.append(_Punct(")"))
+            stack.append(arg)
+            stack.append(_Punct("("))
+            return
+        if _priority(arg) > operand_max:
+            w.space()
+        elif name == "-" and _starts_with_digit(arg):
+            w.space()  # `- 1` is the term -(1); `-1` would be the number
+        stack.append((arg, operand_max))
         return
-    out.token(name)
-    out.raw("(")
-    stack.append(_Close(")"))
+    w.token(name)
+    w.punct("(")
+    stack.append(_Punct(")"))
     for i in range(n - 1, -1, -1):
         stack.append((args[i], 999))
         if i:
-            stack.append(_Close(","))
+            stack.append(_Punct(","))
 
 
-def _is_operator_term(arg, max_prec: int) -> bool:
-    """An operand that prints with its own parentheses or as an operator atom needs a space."""
-    if type(arg) is str and (arg in INFIX or arg in PREFIX):
-        return True
-    if type(arg) is Struct:
-        n = len(arg.args)
-        if n == 2 and arg.name in INFIX and INFIX[arg.name][0] > max_prec:
-            return True
-        if n == 1 and arg.name in PREFIX and PREFIX[arg.name][0] > max_prec:
-            return True
-    return False
+def _priority(t) -> int:
+    """The priority a term prints at (0 for anything that is not an operator term)."""
+    if type(t) is Struct:
+        if len(t.args) == 2 and t.name in INFIX:
+            return INFIX[t.name][0]
+        if len(t.args) == 1 and t.name in PREFIX:
+            return PREFIX[t.name][0]
+    return 0
 
 
-class _Spaced:
-    """An alphanumeric operator (`is`, `mod`): always spaced on both sides."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
+def _starts_with_digit(t) -> bool:
+    """Whether the text of `t` begins with a digit (a non-negative number, or an infix term
+    whose leftmost operand does)."""
+    while True:
+        t = _deref(t)
+        if type(t) in (int, float):
+            return t >= 0 and math.copysign(1.0, t) > 0
+        if type(t) is Struct and len(t.args) == 2 and t.name in INFIX:
+            t = t.args[0]
+            continue
+        return False

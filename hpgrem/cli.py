@@ -1,0 +1,288 @@
+"""The `hpgrem` command (spec/cli.md): the driver that joins front ends, passes and the machine.
+
+Exit status: 0 success; 1 the program failed; 2 usage, syntax, type or mode error; 3 deadlock;
+4 a limit was hit; 70 an internal error (a bug), reported in one line with a report file.
+Everything heavy is imported lazily, inside the command that needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_DEADLOCK, EXIT_LIMIT, EXIT_INTERNAL = 0, 1, 2, 3, 4, 70
+
+PARLOG_EXT = (".par", ".parlog")
+ML_EXT = (".sml", ".ml")
+
+
+class UsageError(Exception):
+    """A mistake on the command line or in a file that has no source position."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hpgrem", description="Compile and run PARLOG (and, soon, ML) "
+                                "programs on PAM/TGR, a parallel abstract machine for graph rewriting.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add_opt(q):
+        g = q.add_mutually_exclusive_group()
+        for level in (0, 1, 2):
+            g.add_argument(f"-O{level}", dest="opt", action="store_const", const=level,
+                           help=f"optimization level {level}" + (" (default)" if level == 1 else ""))
+        q.set_defaults(opt=1)
+
+    r = sub.add_parser("run", help="run a program")
+    r.add_argument("file")
+    r.add_argument("--goal", help="run this conjunction instead of main and print its bindings")
+    r.add_argument("--pes", type=int, default=1, help="number of simulated processing elements")
+    r.add_argument("--topology", default=None, help="mesh:RxC, torus:RxC, ring, hypercube, tree, full")
+    add_opt(r)
+    r.add_argument("--trace", metavar="OUT", help="record every rewrite to OUT (JSON lines)")
+    r.add_argument("--stats", action="store_true", help="print per-PE statistics on stderr")
+    r.add_argument("--stats-json", metavar="OUT.json", help="write the statistics as JSON")
+    r.add_argument("--max-steps", type=int, metavar="N", help="stop with status 4 after N reduction steps")
+    r.add_argument("--timeout", type=float, metavar="S", help="stop with status 4 after S seconds")
+    r.add_argument("--seed", type=int, default=0, help="seed for simulated scheduling choices")
+
+    c = sub.add_parser("compile", help="compile to an HPGREM graph (.hpg)")
+    c.add_argument("file")
+    c.add_argument("-o", dest="output", required=True, metavar="OUT.hpg")
+    c.add_argument("--goal")
+    add_opt(c)
+
+    k = sub.add_parser("check", help="parse and check only")
+    k.add_argument("file")
+
+    i = sub.add_parser("ir", help="print the HPGREM graph")
+    i.add_argument("file")
+    i.add_argument("--after", metavar="PASS", help="print the graph after this pass (default: after all of -O)")
+    i.add_argument("--goal")
+    add_opt(i)
+
+    t = sub.add_parser("trace", help="render a rewrite trace (not supported yet)")
+    t.add_argument("file")
+    t.add_argument("rest", nargs=argparse.REMAINDER)
+
+    tr = sub.add_parser("train", help="train a GPT model on the tensor-graph back end (not supported yet)")
+    tr.add_argument("config")
+    tr.add_argument("rest", nargs=argparse.REMAINDER)
+
+    sub.add_parser("plan", help="plan LLM training layouts at scale (see `hpgrem plan --help`)",
+                   add_help=False)
+
+    b = sub.add_parser("bench", help="run the benchmark suite")
+    b.add_argument("names", nargs="*")
+    b.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
+    return p
+
+
+# -- loading programs ----------------------------------------------------------------------------
+def read_source(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a directory") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise UsageError(f"{path}: {e.strerror}") from None
+
+
+def load_module(path: str, goal: str | None = None, opt: int = 1, after: str | None = None):
+    """Front end (by extension) and passes -> a verified HPGREM module."""
+    from hpgrem.passes import PASS_TABLE, pipeline, run_passes
+
+    ext = Path(path).suffix.lower()
+    if ext in PARLOG_EXT:
+        from frontend.parlog import compile_program
+        module = compile_program(read_source(path), path, goal)
+    elif ext == ".hpg":
+        from hpgrem.serialize import HpgFormatError, loads
+        from hpgrem.verify import verify
+        try:
+            module = loads(read_source(path))
+        except HpgFormatError as e:
+            raise UsageError(f"{path}: {e}") from None
+        problems = verify(module)
+        if problems:
+            raise UsageError(f"{path}: not a valid HPGREM module: {problems[0]}")
+        if goal is not None:
+            raise UsageError("--goal needs the source program, not a compiled .hpg file")
+    elif ext in ML_EXT:
+        raise UsageError(f"{path}: the ML front end is not supported yet")
+    else:
+        raise UsageError(f"{path}: unknown file type '{ext}' (expected .par, .parlog, .sml, .ml or .hpg)")
+    names = list(pipeline(opt))
+    if after is not None:
+        if after not in PASS_TABLE:
+            raise UsageError(f"unknown pass '{after}' (passes: {', '.join(PASS_TABLE)})")
+        names = names[: names.index(after) + 1] if after in names else [after]
+    return run_passes(module, names)
+
+
+# -- commands ----------------------------------------------------------------------------------
+def cmd_run(args) -> int:
+    from pam.errors import Deadlock, Halt, LimitExceeded, ProgramFailure
+    from pam.machine import Machine
+
+    if args.pes != 1:
+        raise UsageError("--pes above 1 is not supported yet (this build runs one PE)")
+    if args.trace:
+        raise UsageError("--trace is not supported yet")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise UsageError("--max-steps must be at least 1")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    module = load_module(args.file, args.goal, args.opt)
+    if module.entry is None:
+        raise UsageError(f"{args.file}: nothing to run: define main (a relation of arity 0) or pass --goal")
+    machine = Machine(module, max_steps=args.max_steps, timeout=args.timeout)
+    status = EXIT_OK
+    try:
+        result = machine.run()
+    except Halt:
+        return EXIT_OK
+    except ProgramFailure as f:
+        _report_failure(f, args.goal)
+        return EXIT_FAILURE
+    except Deadlock as d:
+        _report_deadlock(d)
+        return EXIT_DEADLOCK
+    except LimitExceeded as e:
+        print(f"hpgrem: error: {e}", file=sys.stderr)
+        return EXIT_LIMIT
+    except MemoryError:
+        print("hpgrem: error: out of memory", file=sys.stderr)
+        return EXIT_LIMIT
+    for line in result.bindings:
+        print(line)
+    sys.stdout.flush()
+    if args.stats:
+        print(result.stats.table(), file=sys.stderr)
+    if args.stats_json:
+        _write_text(args.stats_json, json.dumps(result.stats.to_json(), indent=2) + "\n")
+    return status
+
+
+def _source_text(file: str, goal: str | None) -> str | None:
+    """The text a diagnostic points into: the program file, or the `--goal` string."""
+    if file == "<goal>":
+        return goal
+    try:
+        return Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _report_failure(f, goal: str | None) -> None:
+    from frontend.diagnostics import Diagnostic
+    what = f"{f.goal} failed" if f.goal else "the program failed"
+    message = f"{what}: {f.message}"
+    if f.span is not None and f.span.line > 0:
+        print(Diagnostic(f.span, message).render(_source_text(f.span.file, goal)), file=sys.stderr)
+    else:
+        print(f"hpgrem: error: {message}", file=sys.stderr)
+
+
+def _report_deadlock(d) -> None:
+    print(f"hpgrem: error: deadlock: {d.total} goal(s) suspended, none can proceed", file=sys.stderr)
+    for text, span, waits in d.goals:
+        where = f"{span}: " if span is not None and span.line > 0 else ""
+        on = ", ".join(waits) if waits else "nothing"
+        print(f"  {where}{text} waits for {on}", file=sys.stderr)
+    if d.total > len(d.goals):
+        print(f"  ... and {d.total - len(d.goals)} more", file=sys.stderr)
+
+
+def cmd_compile(args) -> int:
+    from hpgrem.serialize import dumps
+    module = load_module(args.file, args.goal, args.opt)
+    _write_text(args.output, dumps(module))
+    return EXIT_OK
+
+
+def cmd_check(args) -> int:
+    load_module(args.file, None, 0)
+    return EXIT_OK
+
+
+def cmd_ir(args) -> int:
+    from hpgrem.printer import module_text
+    module = load_module(args.file, args.goal, args.opt, args.after)
+    sys.stdout.write(module_text(module))
+    return EXIT_OK
+
+
+def cmd_bench(args) -> int:
+    from benchmarks.suite import main as bench_main
+    return bench_main(args.names, as_json=args.json)
+
+
+def _write_text(path: str, text: str) -> None:
+    """Write atomically: a failed write never leaves a truncated file behind."""
+    target = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".hpgrem-")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write: {e.strerror}") from None
+
+
+COMMANDS = {"run": cmd_run, "compile": cmd_compile, "check": cmd_check, "ir": cmd_ir, "bench": cmd_bench}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["plan"]:
+        from backend.planner.cli import main as plan_main
+        return _guard(lambda: plan_main(argv[1:]), None)
+    args = _parser().parse_args(argv)
+    if args.command in ("trace", "train"):
+        print(f"hpgrem: error: '{args.command}' is not supported yet", file=sys.stderr)
+        return EXIT_USAGE
+    return _guard(lambda: COMMANDS[args.command](args), getattr(args, "goal", None))
+
+
+def _guard(run, goal: str | None) -> int:
+    """Run a command, turning every user error into its message and exit status."""
+    from frontend.diagnostics import CompileError
+    try:
+        return run()
+    except CompileError as e:
+        for d in e.diagnostics:
+            print(d.render(_source_text(d.span.file, goal)), file=sys.stderr)
+        return EXIT_USAGE
+    except UsageError as e:
+        print(f"hpgrem: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("hpgrem: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception:
+        return _internal_error()
+
+
+def _internal_error() -> int:
+    fd, path = tempfile.mkstemp(prefix="hpgrem-crash-", suffix=".txt")
+    with os.fdopen(fd, "w") as f:
+        f.write(f"hpgrem {' '.join(sys.argv[1:])}\n\n")
+        traceback.print_exc(file=f)
+    kind = sys.exc_info()[0].__name__
+    print(f"hpgrem: internal error ({kind}), a bug in hpgrem; the full report is in {path}", file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

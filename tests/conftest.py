@@ -1,0 +1,43 @@
+"""Shared helpers: run the `hpgrem` command in a subprocess, compile and run programs in-process."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "parlog"
+SWIPL = shutil.which("swipl")
+needs_swipl = pytest.mark.skipif(SWIPL is None, reason="SWI-Prolog is not installed")
+
+
+def hpgrem(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the command line exactly as a user would (`python -m hpgrem.cli` is the console script)."""
+    return subprocess.run([sys.executable, "-m", "hpgrem.cli", *args], capture_output=True, text=True,
+                          cwd=cwd or ROOT, timeout=timeout)
+
+
+def run_program(text: str, goal: str | None = None, file: str = "test.par", **machine_options) -> tuple[str, list[str]]:
+    """Compile and run PARLOG source in-process; returns (stdout, --goal bindings)."""
+    from frontend.parlog import compile_program
+    from hpgrem.passes import pipeline, run_passes
+    from pam.machine import Machine
+
+    module = run_passes(compile_program(text, file, goal), pipeline(1), verify=True)
+    out = io.StringIO()
+    result = Machine(module, stream=out, **machine_options).run()
+    return out.getvalue(), result.bindings
+
+
+def expected_output(path: Path) -> str:
+    """The `% expect:` lines a program carries, as the stdout they describe."""
+    lines = []
+    for line in path.read_text().splitlines():
+        if line.startswith("% expect:"):
+            lines.append(line[len("% expect:"):].removeprefix(" "))
+    return "".join(line + "\n" for line in lines)
