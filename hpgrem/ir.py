@@ -113,7 +113,7 @@ class Call:
 
     target: str
     args: tuple[Term, ...]
-    span: Span
+    span: Span = field(compare=False)
     placement: Term | None = None
 
 
@@ -137,7 +137,7 @@ class Clause:
     guard: tuple[Call, ...]
     body: Body | None
     nvars: int
-    span: Span
+    span: Span = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +148,7 @@ class Relation:
     name: str
     modes: tuple[str, ...]
     groups: tuple[tuple[Clause, ...], ...]
-    span: Span
+    span: Span = field(compare=False)
 
     @property
     def arity(self) -> int:

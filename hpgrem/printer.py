@@ -16,9 +16,9 @@ def term_text(t: ir.Term) -> str:
         if isinstance(x, str):
             parts.append(x)
         elif isinstance(x, ir.Var):
-            parts.append(x.name if x.name != "_" else f"_{x.index}")
+            parts.append(x.name)
         elif isinstance(x, ir.Atom):
-            parts.append(_atom(x.name))
+            parts.append(quote_atom(x.name))
         elif isinstance(x, (ir.Int, ir.Float)):
             parts.append(repr(x.value))
         elif x.name == ir.CONS and len(x.args) == 2:
@@ -34,7 +34,7 @@ def term_text(t: ir.Term) -> str:
             seq.append("]")
             stack.extend(reversed(seq))
         else:
-            seq = [_atom(x.name), "("]
+            seq = [quote_atom(x.name), "("]
             for i, a in enumerate(x.args):
                 seq += ([", "] if i else []) + [a]
             seq.append(")")
@@ -42,7 +42,8 @@ def term_text(t: ir.Term) -> str:
     return "".join(parts)
 
 
-def _atom(name: str) -> str:
+def quote_atom(name: str) -> str:
+    """An atom as source text, quoted where it must be."""
     if name == "[]" or (name[:1].islower() and name.replace("_", "a").isalnum()):
         return name
     return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
@@ -53,9 +54,9 @@ def call_text(c: ir.Call) -> str:
     if name in _GOAL_OPS and len(c.args) == 2:
         text = f"{term_text(c.args[0])} {name} {term_text(c.args[1])}"
     elif c.args:
-        text = f"{_atom(name)}({', '.join(term_text(a) for a in c.args)})"
+        text = f"{quote_atom(name)}({', '.join(term_text(a) for a in c.args)})"
     else:
-        text = _atom(name)
+        text = quote_atom(name)
     if c.placement is not None:
         text += f" @ {term_text(c.placement)}"
     return text
@@ -83,7 +84,7 @@ def module_text(module: ir.Module) -> str:
         for gi, group in enumerate(rel.groups, 1):
             lines.append(f"  group {gi}:")
             for c in group:
-                head = f"{_atom(rel.name)}({', '.join(term_text(a) for a in c.head)})" if c.head else _atom(rel.name)
+                head = f"{quote_atom(rel.name)}({', '.join(term_text(a) for a in c.head)})" if c.head else quote_atom(rel.name)
                 guard = ", ".join(call_text(g) for g in c.guard)
                 rhs = ""
                 if guard:

@@ -108,6 +108,20 @@ class _Writer:
         self.parts.append(text)
         self.last = text[-1]
 
+    def infix(self, name: str) -> None:
+        if self.last and _char_class(self.last) and _char_class(self.last) == _char_class(name[0]):
+            self.parts.append(f" {name} ")
+            self.last = " "
+        else:
+            self.token(name)
+
+    def open_group(self) -> None:
+        """A grouping parenthesis: after an alphanumeric token it needs a space, or `is(`
+        would read as a functor application."""
+        if self.last and _char_class(self.last) == 1:
+            self.parts.append(" ")
+        self.punct("(")
+
     def space(self) -> None:
         self.parts.append(" ")
         self.last = " "
@@ -133,12 +147,36 @@ def write_term(t, var_names: dict[int, str] | None = None) -> str:
             w.punct(item)
         elif type(item) is str:
             w.token(item)
+        elif type(item) is _Infix:
+            w.infix(item.name)
+        elif type(item) is _Operand:
+            _write(w, item.term, item.prec, stack, True)
         else:
-            _write(w, item[0], item[1], stack)
+            _write(w, item[0], item[1], stack, False)
     return "".join(w.parts)
 
 
-def _write(w: _Writer, term, prec: int, stack: list) -> None:
+class _Infix:
+    """An infix operator: spaced on both sides when it must be spaced before (`a is [1]`,
+    but `f(a)is[1]`), as SWI does."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class _Operand:
+    """An operand of an operator: an operator atom there is written in parentheses, `a=(-)`."""
+
+    __slots__ = ("term", "prec")
+
+    def __init__(self, term, prec: int) -> None:
+        self.term = term
+        self.prec = prec
+
+
+def _write(w: _Writer, term, prec: int, stack: list, operand: bool) -> None:
     term = _deref(term)
     tt = type(term)
     if tt is Var:
@@ -151,7 +189,12 @@ def _write(w: _Writer, term, prec: int, stack: list) -> None:
     elif tt is float:
         w.token(format_float(term))
     elif tt is str:
-        w.token(term)
+        if operand and (term in INFIX or term in PREFIX):
+            w.open_group()
+            w.token(term)
+            w.punct(")")
+        else:
+            w.token(term)
     elif tt is Cons:
         _push_list(w, term, stack)
     elif tt is Struct:
@@ -193,18 +236,18 @@ def _push_struct(w: _Writer, term: Struct, prec: int, stack: list) -> None:
         left = p - 1 if typ[0] == "x" else p
         right = p - 1 if typ[2] == "x" else p
         if p > prec:
-            w.punct("(")
+            w.open_group()
             stack.append(_Punct(")"))
-        stack.append((args[1], right))
-        stack.append(_Punct(",") if name == "," else name)
-        stack.append((args[0], left))
+        stack.append(_Operand(args[1], right))
+        stack.append(_Punct(",") if name == "," else _Infix(name))
+        stack.append(_Operand(args[0], left))
         return
     if n == 1 and name in PREFIX:
         p, typ = PREFIX[name]
         operand_max = p - 1 if typ == "fx" else p
         arg = _deref(args[0])
         if p > prec:
-            w.punct("(")
+            w.open_group()
             stack.append(_Punct(")"))
         w.token(name)
         if type(arg) is str and (arg in INFIX or arg in PREFIX):
@@ -213,7 +256,7 @@ def _push_struct(w: _Writer, term: Struct, prec: int, stack: list) -> None:
             stack.append(arg)
             stack.append(_Punct("("))
             return
-        if _priority(arg) > operand_max:
+        if _priority(arg) > operand_max or arg == "{}" or type(arg) is Struct and arg.name == "{}":
             w.space()
         elif name == "-" and _starts_with_digit(arg):
             w.space()  # `- 1` is the term -(1); `-1` would be the number

@@ -30,9 +30,9 @@ def zero2_estimate(total_params: float, gpus_per_node: int = 1, nodes: int = 1,
     """ZeRO-2 model states.
 
     Offloaded optimizer: 2 bytes of fp16 parameters per GPU; host max(4·N, 16) bytes per
-    parameter, N the GPUs in all nodes. Otherwise: 2Ψ + 18Ψ/N on each GPU (18 = 16-bit and fp32 gradients, fp32 master
-    weights, momentum and variance; DeepSpeed PR #5099 — its documentation still shows the older
-    4Ψ + 16Ψ/N), and 4Ψ per GPU of the node on the host.
+    parameter, N the GPUs in all nodes. Otherwise: 2Ψ + 18Ψ/N on each GPU (18 = 16-bit and
+    fp32 gradients, fp32 master weights, momentum and variance; DeepSpeed PR #5099, whose
+    documentation still shows the older 4Ψ + 16Ψ/N), and 4Ψ per GPU of the node on the host.
     """
     total_gpus = nodes * gpus_per_node
     if cpu_offload:

@@ -91,11 +91,13 @@ class Plan:
 
     @property
     def training_time_eq4_s(self) -> float | None:
-        """Narayanan et al. 2021, Eq. 4 at this plan's achieved FLOP/s per GPU."""
+        """Narayanan et al. 2021, Eq. 4 (8·T·P/(n·X); 6·T·P/(n·X) without full recomputation) at
+        this plan's achieved FLOP/s per GPU."""
         if self.tokens is None:
             return None
+        per_param_token = 8 if self.layout.recompute == "full" else 6
         return narayanan_training_time_s(self.tokens, self.params, self.layout.gpus,
-                                         self.achieved_flops_per_gpu)
+                                         self.achieved_flops_per_gpu, per_param_token)
 
 
 def make_plan(model: ModelConfig | None, hardware: Hardware, layout: Layout, *,

@@ -179,8 +179,9 @@ def plan_text(plan: Plan) -> str:
     training = plan.training_time_s
     if training is not None and plan.tokens is not None:
         eq4 = plan.training_time_eq4_s or 0.0
+        c = 8 if plan.layout.recompute == "full" else 6
         lines.append(f"training on {plan.tokens:.3g} tokens: {training / DAY:.1f} days "
-                     f"(Narayanan et al. Eq. 4: {eq4 / DAY:.1f} days)")
+                     f"({c}·T·P/(n·X) as in Narayanan et al. Eq. 4: {eq4 / DAY:.1f} days)")
     return "\n".join(lines)
 
 

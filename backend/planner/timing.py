@@ -49,9 +49,14 @@ def bubble_fraction(pp: int, microbatches: int, virtual_stages: int = 1) -> floa
     return (pp - 1) / (virtual_stages * microbatches)
 
 
-def narayanan_training_time_s(tokens: float, params: float, gpus: int, flops_per_gpu: float) -> float:
-    """End-to-end training time ≈ 8·T·P/(n·X), Narayanan et al. 2021, Eq. 4."""
-    return 8 * tokens * params / (gpus * flops_per_gpu)
+def narayanan_training_time_s(tokens: float, params: float, gpus: int, flops_per_gpu: float,
+                              flops_per_param_token: float = 8) -> float:
+    """End-to-end training time ≈ 8·T·P/(n·X), Narayanan et al. 2021, Eq. 4.
+
+    The 8 is 2 (forward) + 4 (backward) + 2 (recomputed forward); without full recomputation the
+    same derivation gives 6.
+    """
+    return flops_per_param_token * tokens * params / (gpus * flops_per_gpu)
 
 
 def utilization(flops: float, step_s: float, gpus: int, peak: float) -> float:

@@ -158,6 +158,8 @@ class _Build(Transformer):
 
     def compound(self, c):
         name, args = c
+        if isinstance(name, Token):  # SYMBOL_FUNCTOR
+            name = Atom(sys.intern(str(name)), self._span(name))
         return Struct(name.name, tuple(args), name.span)
 
     @v_args(meta=True)

@@ -1,0 +1,34 @@
+"""PARLOG source from an HPGREM module: the inverse of the front end, for round-trip tests and
+for showing users what a compiled `.hpg` holds in their own language."""
+
+from __future__ import annotations
+
+from hpgrem import ir
+from hpgrem.printer import body_text, call_text, quote_atom, term_text
+
+
+def program_text(module: ir.Module, include_prelude: bool = False) -> str:
+    """Mode declarations and clauses of the module's relations, groups joined by `;`."""
+    out: list[str] = []
+    for key, rel in module.relations.items():
+        if key.startswith("prelude:") and not include_prelude or key.startswith("$goal"):
+            continue
+        if rel.modes:
+            out.append(f"mode {quote_atom(rel.name)}({', '.join(rel.modes)}).")
+        groups = []
+        for group in rel.groups:
+            groups.append(".\n".join(clause_text(rel, c) for c in group))
+        out.append(" ;\n".join(groups) + ".")
+        out.append("")
+    return "\n".join(out)
+
+
+def clause_text(rel: ir.Relation, c: ir.Clause) -> str:
+    head = quote_atom(rel.name)
+    if c.head:
+        head += "(" + ", ".join(term_text(a) for a in c.head) + ")"
+    if c.guard:
+        return f"{head} <- {', '.join(call_text(g) for g in c.guard)} : {body_text(c.body)}"
+    if c.body is not None:
+        return f"{head} <- {body_text(c.body)}"
+    return head
