@@ -122,26 +122,34 @@ def _resolve_body(body: Body | None, visible: dict[str, str], diagnostics: list[
 
 
 def _check_clause(rel: Relation, clause: Clause, visible: dict[str, str], diagnostics: list[Diagnostic]) -> Clause:
-    inputs = {v.index for m, a in zip(rel.modes, clause.head) if m == "?" for v in term_vars(a)}
-    outputs = {v.index for m, a in zip(rel.modes, clause.head) if m == "^" for v in term_vars(a)}
-    known = set(inputs)
+    """Guard safety. Variables of `?` positions name parts of the call; every other variable,
+    `^` positions included (they are unified only after commitment), is the clause's own. A
+    guard unification matches call terms against a pattern of the clause's own variables, or
+    tests two call terms for equality; either way it never binds a call variable. A guard that
+    tests `var(X)` and then needs X bound can only succeed by binding it: an error."""
+    known = {v.index for m, a in zip(rel.modes, clause.head) if m == "?" for v in term_vars(a)}
+    unbound_tested: dict[int, str] = {}
     guard: list[Call] = []
     for g in clause.guard:
         gvars = {v.index for v in term_vars(_as_struct(g))}
-        bad = sorted((gvars & outputs) - inputs)
+        if g.target == "var/1" and isinstance(g.args[0], Var) and g.args[0].index in known:
+            unbound_tested[g.args[0].index] = g.args[0].name
+        elif g.target in ("=/2", "==/2"):
+            sides = [a for a in g.args if isinstance(a, Var) and a.index in unbound_tested]
+            others = [a for a in g.args if not (isinstance(a, Var) and a.index in unbound_tested)]
+            if sides and others and not (isinstance(others[0], Var) and others[0].index not in known):
+                diagnostics.append(Diagnostic(g.span, f"this guard can only succeed by binding {sides[0].name}, "
+                                                      f"a variable of the call (var({sides[0].name}) holds "
+                                                      f"before it); a guard must not bind the call's variables"))
+                continue
         if g.target == "=/2":
             left, right = g.args
             lv = {v.index for v in term_vars(left)}
             rv = {v.index for v in term_vars(right)}
-            if bad:
-                name = _var_name(g, bad[0])
-                diagnostics.append(Diagnostic(g.span, f"this guard can only succeed by binding {name}, an "
-                                                      f"output argument of the call; unify it in the body"))
-                continue
             if rv <= known and lv <= known:
                 g = replace(g, target="==/2")
             elif lv <= known and not (rv & known):
-                pass  # match `left` (known) against the pattern `right`
+                pass  # match `left` (call terms) against the pattern `right`
             elif rv <= known and not (lv & known):
                 g = replace(g, args=(right, left))
             else:
