@@ -185,9 +185,10 @@ class PE:
     # -- reports ------------------------------------------------------------------------------
     def goal_text(self, task: Task, names: dict | None = None) -> str:
         name = getattr(task.proc, "goal_name", "?")
-        if not task.args:
+        args = task.args[:getattr(task.proc, "goal_arity", len(task.args))]
+        if not args:
             return name
-        return write_term(Struct(name, task.args), names)
+        return write_term(Struct(name, args), names)
 
     def deadlock(self) -> Deadlock:
         names: dict[int, str] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pam.arith import ArithError, compare, evaluate
 from pam.errors import Halt, ProgramFailure
 from pam.task import Seq, Task
-from pam.terms import (CONS_NAME, NIL, Cons, Struct, Var, args_of, deref, first_unbound, from_list,
+from pam.terms import (CONS_NAME, NIL, Cons, Struct, Var, args_of, deref, first_unbound, first_unbound_from, from_list,
                        functor_of, make_struct, mkatom, to_list)
 from pam.unify import match_eq
 from pam.write import write_term
@@ -230,7 +230,35 @@ def build(pe, lookup) -> dict:
     for op in ("<", ">", "=<", ">=", "=:=", "=\\="):
         prims[f"{op}/2"] = comparison(op)
 
-    procs = {key: task_proc(fn, key.rsplit("/", 1)[0]) for key, fn in prims.items()}
+    procs = {key: task_proc(fn, key) for key, fn in prims.items()}
+
+    def length_step(t):
+        """length/2 as a waiting task: it remembers how far it has counted."""
+        lst, n, *counted = t.args
+        count = counted[0] if counted else 0
+        x = deref(lst)
+        while type(x) is Cons:
+            count += 1
+            x = deref(x.tail)
+        if type(x) is Var:
+            t.args = (x, n, count)
+            return [x]
+        if x != NIL or not unify(n, count):
+            raise _fail("length", t.args[:2], t.site)
+
+    def write_step(t):
+        """write/1 as a waiting task: it resumes its ground check where it stopped."""
+        term, *rest = t.args
+        stack = rest[0] if rest else [term]
+        v = first_unbound_from(stack)
+        if v is not None:
+            t.args = (term, stack)
+            return [v]
+        emit(write_term(term))
+
+    for key, step in (("length/2", length_step), ("write/1", write_step)):
+        step.goal_name, step.goal_arity = key.rsplit("/", 1)[0], int(key.rsplit("/", 1)[1])
+        procs[key] = step
 
     def call(t):
         """`call(G)`: the task becomes the goal G (a conjunction becomes its plan)."""
@@ -259,16 +287,17 @@ def build(pe, lookup) -> dict:
             raise ProgramFailure(f"call/1: unknown relation {name}/{arity}", write_term(g), site)
         return Task(proc, args_of(g), None, site)
 
-    call.goal_name = "call"
+    call.goal_name, call.goal_arity = "call", 1
     procs["call/1"] = call
     return {"inline": {k: v for k, v in prims.items() if k in INLINE}, "procs": procs}
 
 
-def task_proc(fn, name: str):
+def task_proc(fn, key: str):
     """A primitive as a task's step."""
     def step(t):
         return fn(*t.args, t.site)
-    step.goal_name = name
+    name, arity = key.rsplit("/", 1)
+    step.goal_name, step.goal_arity = name, int(arity)
     return step
 
 

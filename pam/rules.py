@@ -171,6 +171,7 @@ class RuleCompiler:
         e("raise fail_goal(t)")
         e.dedent()
         e(f"{self.proc_names[rel.key]}.goal_name = {rel.name!r}")
+        e(f"{self.proc_names[rel.key]}.goal_arity = {rel.arity}")
 
 
 class _ClauseCode:

@@ -110,12 +110,19 @@ def to_list(t) -> tuple[list, object]:
 
 def first_unbound(t):
     """The first unbound variable of `t` (depth first, left to right), or None if `t` is ground."""
-    stack = [t]
+    return first_unbound_from([t])
+
+
+def first_unbound_from(stack: list):
+    """Continue a ground check: the stack holds what is left to look at. When a variable is
+    found, it stays on top, so a later call resumes there instead of starting over (a writer
+    waiting on a growing stream would otherwise walk it again at every element)."""
     while stack:
         x = stack.pop()
         while type(x) is Var:
             v = x.val
             if v is None:
+                stack.append(x)
                 return x
             x = v
         tx = type(x)

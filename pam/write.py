@@ -42,8 +42,8 @@ SYMBOL_CHARS = frozenset("#$&*+-./:<=>?@^~\\")
 
 
 def format_float(x: float) -> str:
-    """Shortest round-trip digits, laid out as SWI-Prolog does: positional from 1.0e-4 up to
-    below 1.0e15, else `1.0e+15`, `1.5e-7`."""
+    """Shortest round-trip digits, laid out as SWI-Prolog does: positional when the point falls
+    inside the digits or the magnitude is from 1.0e-4 up to below 1.0e15; else `1.0e+15`, `1.5e-7`."""
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
     if math.isnan(x):
@@ -51,7 +51,7 @@ def format_float(x: float) -> str:
     sign = "-" if math.copysign(1.0, x) < 0 else ""
     digits, point = _shortest_digits(abs(x))
     e = point - 1
-    if -4 <= e < 15:
+    if 0 < point < len(digits) or -4 <= e < 15:  # SWI: a point inside the digits is never moved
         if point <= 0:
             text = "0." + "0" * -point + digits
         elif point >= len(digits):
@@ -114,13 +114,6 @@ class _Writer:
             self.last = " "
         else:
             self.token(name)
-
-    def open_group(self) -> None:
-        """A grouping parenthesis: after an alphanumeric token it needs a space, or `is(`
-        would read as a functor application."""
-        if self.last and _char_class(self.last) == 1:
-            self.parts.append(" ")
-        self.punct("(")
 
     def space(self) -> None:
         self.parts.append(" ")
@@ -190,7 +183,7 @@ def _write(w: _Writer, term, prec: int, stack: list, operand: bool) -> None:
         w.token(format_float(term))
     elif tt is str:
         if operand and (term in INFIX or term in PREFIX):
-            w.open_group()
+            w.punct("(")
             w.token(term)
             w.punct(")")
         else:
@@ -236,7 +229,7 @@ def _push_struct(w: _Writer, term: Struct, prec: int, stack: list) -> None:
         left = p - 1 if typ[0] == "x" else p
         right = p - 1 if typ[2] == "x" else p
         if p > prec:
-            w.open_group()
+            w.punct("(")
             stack.append(_Punct(")"))
         stack.append(_Operand(args[1], right))
         stack.append(_Punct(",") if name == "," else _Infix(name))
@@ -247,7 +240,7 @@ def _push_struct(w: _Writer, term: Struct, prec: int, stack: list) -> None:
         operand_max = p - 1 if typ == "fx" else p
         arg = _deref(args[0])
         if p > prec:
-            w.open_group()
+            w.punct("(")
             stack.append(_Punct(")"))
         w.token(name)
         if type(arg) is str and (arg in INFIX or arg in PREFIX):
