@@ -1,0 +1,1 @@
+"""The benchmark suite behind `hpgrem bench` (see suite.py); programs live beside it."""

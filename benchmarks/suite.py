@@ -1,0 +1,115 @@
+"""`hpgrem bench`: each benchmark runs our machine and, where installed, the reference system
+on the same algorithm, and reports both (spec/cli.md: a table, or JSON rows with `--json`).
+
+Figures are best of three runs, timed around the machine's run only (compilation excluded),
+and SWI-Prolog's are its own CPU-time measurements of the same algorithm.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+HERE = Path(__file__).parent
+REPEATS = 3
+
+
+@dataclass
+class Row:
+    """One line of the report (the keys `hpgrem bench --json` promises)."""
+
+    name: str
+    metric: str
+    value: float
+    unit: str
+    peer: str | None = None
+    peer_value: float | None = None
+
+
+def _run_parlog(path: Path, opt: int = 1) -> tuple[float, int, str]:
+    """Best wall time of the machine's run, its reductions, and its output."""
+    from frontend.parlog import compile_program
+    from hpgrem.passes import pipeline, run_passes
+    from pam.machine import Machine
+
+    module = run_passes(compile_program(path.read_text(), str(path)), pipeline(opt))
+    best, reductions, output = float("inf"), 0, ""
+    for _ in range(REPEATS):
+        out = io.StringIO()
+        machine = Machine(module, stream=out)
+        began = time.perf_counter()
+        result = machine.run()
+        best = min(best, time.perf_counter() - began)
+        reductions, output = result.stats.reductions, out.getvalue()
+    return best, reductions, output
+
+
+def _swipl(name: str) -> dict | None:
+    """The JSON line a Prolog peer prints, or None when SWI-Prolog is not installed."""
+    swipl = shutil.which("swipl")
+    if swipl is None:
+        return None
+    r = subprocess.run([swipl, "-q", "-g", "main", "-t", "halt", str(HERE / "prolog" / f"{name}.pl")],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def bench_nrev30() -> list[Row]:
+    seconds, _, _ = _run_parlog(HERE / "parlog" / "nrev30.par")
+    lips = 496 * 1000 / seconds  # logical inferences of 1000 nrev30s, loop excluded (as SWI counts them)
+    peer = _swipl("nrev30")
+    return [Row("nrev30", "lips", lips, "LIPS", "SWI-Prolog" if peer else None, peer and peer["value"])]
+
+
+def _timed(name: str, file: str, peer_name: str) -> list[Row]:
+    seconds, reductions, _ = _run_parlog(HERE / "parlog" / file)
+    peer = _swipl(peer_name)
+    return [Row(name, "time", seconds, "s", "SWI-Prolog" if peer else None, peer and peer["value"]),
+            Row(name, "reductions_per_s", reductions / seconds, "reductions/s")]
+
+
+BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
+    "nrev30": bench_nrev30,
+    "queens8": lambda: _timed("queens8", "queens.par", "queens"),
+    "primes": lambda: _timed("primes", "primes.par", "primes"),
+}
+
+
+def table(rows: list[Row]) -> str:
+    head = f"{'benchmark':<12} {'metric':<18} {'value':>14} {'unit':<14} {'peer':<12} {'peer value':>14} {'ratio':>10}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        peer_value = f"{r.peer_value:>14.4g}" if r.peer_value is not None else f"{'-':>14}"
+        ratio = "-"
+        if r.peer_value:
+            # a ratio above 1 always means "we are slower": time grows, rates shrink
+            ratio = f"{(r.value / r.peer_value if r.unit == 's' else r.peer_value / r.value):.1f}x"
+        lines.append(f"{r.name:<12} {r.metric:<18} {r.value:>14.4g} {r.unit:<14} {r.peer or '-':<12} "
+                     f"{peer_value} {ratio:>10}")
+    lines.append("ratio: how many times slower than the peer (time over time, or rate over rate)")
+    return "\n".join(lines)
+
+
+def main(names: list[str], as_json: bool = False) -> int:
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        print(f"hpgrem: error: unknown benchmark {unknown[0]!r} (benchmarks: {', '.join(BENCHMARKS)})",
+              file=sys.stderr)
+        return 2
+    rows: list[Row] = []
+    for name in names or list(BENCHMARKS):
+        rows.extend(BENCHMARKS[name]())
+    if as_json:
+        print(json.dumps([asdict(r) for r in rows], indent=2))
+    else:
+        print(table(rows))
+    return 0
