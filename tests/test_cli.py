@@ -1,0 +1,67 @@
+"""The command line of spec/cli.md: subcommands, streams and the JSON shapes."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import EXAMPLES, hpgrem
+
+NREV = str(EXAMPLES / "nrev.par")
+
+
+def test_check_prints_nothing_and_succeeds():
+    r = hpgrem("check", NREV)
+    assert r.returncode == 0 and r.stdout == "" and r.stderr == ""
+
+
+def test_ir_prints_the_graph_and_passes_change_it():
+    o0 = hpgrem("ir", NREV, "-O0")
+    o1 = hpgrem("ir", NREV, "--after", "prune-unreachable")
+    assert o0.returncode == o1.returncode == 0
+    assert "relation prelude:merge/3" in o0.stdout  # -O0 keeps the whole prelude
+    assert "relation prelude:merge/3" not in o1.stdout
+    assert "relation nrev/2 (?, ^)" in o1.stdout
+
+
+def test_goal_bindings_go_to_stdout_after_program_output():
+    r = hpgrem("run", NREV, "--goal", "write(hi), nl, reverse([1,2], R)")
+    assert r.returncode == 0
+    assert r.stdout == "hi\nR = [2,1]\n"
+
+
+def test_stats_go_to_stderr_and_json_has_the_promised_keys(tmp_path):
+    out = tmp_path / "s.json"
+    r = hpgrem("run", NREV, "--stats", "--stats-json", str(out))
+    assert r.returncode == 0
+    assert "reductions" in r.stderr and "reductions" not in r.stdout
+    stats = json.loads(out.read_text())
+    assert {"pes", "topology", "mode", "time", "work", "reductions", "speedup", "per_pe"} <= set(stats)
+    assert stats["pes"] == 1 and stats["reductions"] > 496
+    assert set(stats["per_pe"][0]) >= {"pe", "reductions", "suspensions", "resumptions", "sent",
+                                       "received", "bytes_sent", "hops", "steals", "idle_share", "busy_time"}
+
+
+def test_bench_json_rows():
+    r = hpgrem("bench", "queens8", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert rows and all(set(row) == {"name", "metric", "value", "unit", "peer", "peer_value"} for row in rows)
+    assert rows[0]["name"] == "queens8" and rows[0]["value"] > 0
+
+
+def test_bench_unknown_name():
+    r = hpgrem("bench", "nosuch")
+    assert r.returncode == 2 and "unknown benchmark" in r.stderr
+
+
+def test_plan_is_dispatched():
+    r = hpgrem("plan", "--model", "gpt2", "--gpus", "1", "--gpu", "a100-80gb", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["params"] > 100_000_000
+
+
+def test_not_yet_commands_say_so():
+    r = hpgrem("run", "prog.sml")
+    assert r.returncode == 2 and "not supported yet" in r.stderr
+    r = hpgrem("run", NREV, "--pes", "4")
+    assert r.returncode == 2 and "not supported yet" in r.stderr
