@@ -185,7 +185,7 @@ def _source_text(file: str, goal: str | None) -> str | None:
 def _report_failure(f, goal: str | None) -> None:
     from frontend.diagnostics import Diagnostic
     what = f"{f.goal} failed" if f.goal else "the program failed"
-    message = f"{what}: {f.message}"
+    message = f"{what}: {f.message}" + (f" (on PE {f.pe})" if f.pe else "")
     if f.span is not None and f.span.line > 0:
         print(Diagnostic(f.span, message).render(_source_text(f.span.file, goal)), file=sys.stderr)
     else:
@@ -194,10 +194,10 @@ def _report_failure(f, goal: str | None) -> None:
 
 def _report_deadlock(d) -> None:
     print(f"hpgrem: error: deadlock: {d.total} goal(s) suspended, none can proceed", file=sys.stderr)
-    for text, span, waits in d.goals:
+    for text, span, waits, pe in d.goals:
         where = f"{span}: " if span is not None and span.line > 0 else ""
         on = ", ".join(waits) if waits else "nothing"
-        print(f"  {where}{text} waits for {on}", file=sys.stderr)
+        print(f"  {where}{text} waits for {on} (on PE {pe})", file=sys.stderr)
     if d.total > len(d.goals):
         print(f"  ... and {d.total - len(d.goals)} more", file=sys.stderr)
 

@@ -12,17 +12,19 @@ class MachineStop(Exception):
 class ProgramFailure(MachineStop):
     """A goal failed (exit 1): `goal` is its text, `span` its call site."""
 
-    def __init__(self, message: str, goal: str | None = None, span: Span | None = None):
+    def __init__(self, message: str, goal: str | None = None, span: Span | None = None,
+                 pe: int | None = None):
         super().__init__(message)
         self.message = message
         self.goal = goal
         self.span = span
+        self.pe = pe
 
 
 class Deadlock(MachineStop):
-    """Every remaining goal is suspended (exit 3): `goals` are (text, span, waits-on) triples."""
+    """Every remaining goal is suspended (exit 3): `goals` are (text, span, waits-on, PE)."""
 
-    def __init__(self, goals: list[tuple[str, Span | None, list[str]]], total: int):
+    def __init__(self, goals: list[tuple], total: int):
         super().__init__(f"deadlock: {total} goals suspended")
         self.goals = goals
         self.total = total

@@ -13,7 +13,7 @@ from collections import deque
 
 from pam.errors import Deadlock, LimitExceeded, ProgramFailure
 from pam.stats import PEStats
-from pam.task import AndGroup, Seq, Task
+from pam.task import MOVED, AndGroup, Placed, Seq, Task
 from pam.terms import Struct, Var
 from pam.unify import unify
 from pam.write import write_term
@@ -33,22 +33,31 @@ class PE:
         self.max_steps = max_steps
         self.timeout = timeout
         self.stats = PEStats(number)
-        self.procs: dict[str, object] = {}
+        self.steps = 0
+        self.instructions = 0
+        self.started = time.monotonic()
+        self.net = None  # the PE's side of distribution (pam.distribution), None on one PE
 
     # -- variables --------------------------------------------------------------------------
     def wake(self, var: Var) -> None:
-        """Make every task suspended on `var` runnable again (it was just bound)."""
+        """Make every task suspended on `var` runnable again (it was just bound). A variable
+        owned elsewhere sends its binding to its owner; remote readers get the value."""
         waiting = var.susp
         var.susp = None
+        if type(waiting) is not list:
+            self.net.proxy_bound(var, waiting)
         push = self.ready.append
         suspended = self.suspended
         n = 0
         for t in waiting:
-            if t.waits is not None:
-                t.waits = None
-                del suspended[t]
-                push(t)
-                n += 1
+            if type(t) is Task:
+                if t.waits is not None:
+                    t.waits = None
+                    del suspended[t]
+                    push(t)
+                    n += 1
+            else:
+                t.send_value(var)
         self.stats.resumptions += n
 
     def bind(self, var: Var, value) -> None:
@@ -85,8 +94,11 @@ class PE:
             s = v.susp
             if s is None:
                 v.susp = [task]
-            elif s[-1] is not task:
-                s.append(task)
+            else:
+                if type(s) is not list and not s.fetched:
+                    self.net.fetch(v, s)
+                if not s or s[-1] is not task:
+                    s.append(task)
         self.suspended[task] = None
 
     # -- `&` groups ---------------------------------------------------------------------------
@@ -101,6 +113,10 @@ class PE:
             for part in reversed(plan):
                 n += self.start(part, group)
             return n
+        if type(plan) is Placed:
+            plan.task.group = group
+            self.place(plan.task, plan.where)
+            return 1
         assert type(plan) is Seq
         sub = AndGroup(group, plan.parts[1:])
         sub.count = self.start(plan.parts[0], sub)
@@ -123,64 +139,89 @@ class PE:
                 part = group.later.pop(0)
                 group.count = self.start(part, group)
                 return
+            if group.home is not None:  # a group exported to this PE: tell the exporter
+                self.net.group_finished(group)
+                return
             group = group.parent
 
     # -- the reduction loop -------------------------------------------------------------------
     def push(self, task: Task) -> None:
         self.ready.append(task)
 
-    def run(self) -> None:
-        """Reduce until no task is ready. Raises ProgramFailure or LimitExceeded."""
+    def place(self, task: Task, where) -> None:
+        """`Goal @ Where`: run `task` on the PE that `where` names (here, on one PE)."""
+        target = self.number if self.net is None else self.net.placement(where, task)
+        if target == self.number:
+            self.ready.append(task)
+        else:
+            self.net.export_task(task, target)
+
+    def run(self, budget: int | None = None) -> int:
+        """Reduce until no task is ready, or `budget` steps have run; returns the steps run.
+        Raises ProgramFailure or LimitExceeded."""
         ready = self.ready
         pop = ready.pop
         stats = self.stats
         calls = 0
         suspensions = 0
-        check_every = 4096
+        instructions = 0
+        check_every = 4096 if budget is None else budget
         limit = self.max_steps
+        if limit is not None:
+            limit -= self.steps
         next_check = check_every if limit is None else min(check_every, limit)
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        deadline = None if self.timeout is None else self.started + self.timeout
         finish = self.finish
         park = self.park
-        began = time.perf_counter()
         t = None
         try:
             while ready:
                 t = pop()
-                budget = SLICE if limit is None else max(1, min(SLICE, next_check - calls))
+                slice_left = SLICE if next_check - calls >= SLICE else max(1, next_check - calls)
                 while True:
                     calls += 1
-                    r = t.proc(t)
+                    proc = t.proc
+                    instructions += proc.cost
+                    r = proc(t)
                     if r is None:
                         g = t.group
                         if g is not None:
                             finish(g)
                         break
-                    if type(r) is list:
+                    if type(r) is Task:
+                        t = r
+                        slice_left -= 1
+                        if not slice_left:
+                            ready.appendleft(t)
+                            break
+                        continue
+                    if r is not MOVED:
                         suspensions += 1
                         park(t, r)
-                        break
-                    t = r
-                    budget -= 1
-                    if not budget:
-                        ready.appendleft(t)
-                        break
+                    break
                 if calls >= next_check:
+                    if budget is not None and calls >= budget:
+                        break
                     next_check = calls + check_every
                     if limit is not None:
                         next_check = min(next_check, limit)
-                    if limit is not None and calls >= limit:
-                        raise LimitExceeded(f"step limit reached after {calls} steps (--max-steps {limit})")
+                        if calls >= limit:
+                            raise LimitExceeded(f"step limit reached after {self.max_steps} steps "
+                                                f"(--max-steps {self.max_steps})")
                     if deadline is not None and time.monotonic() > deadline:
                         raise LimitExceeded(f"time limit of {self.timeout:g} s reached (--timeout)")
         except ProgramFailure as failure:
             if failure.goal is None and t is not None:
                 failure.goal = self.goal_text(t)
                 failure.span = failure.span or t.site
+            if failure.pe is None:
+                failure.pe = self.number
             raise
         finally:
+            self.steps += calls
             stats.reductions += calls - suspensions
-            stats.busy_time += time.perf_counter() - began
+            self.instructions += instructions
+        return calls
 
     # -- reports ------------------------------------------------------------------------------
     def goal_text(self, task: Task, names: dict | None = None) -> str:
@@ -190,11 +231,16 @@ class PE:
             return name
         return write_term(Struct(name, args), names)
 
-    def deadlock(self) -> Deadlock:
-        names: dict[int, str] = {}
+    def suspended_goals(self, names: dict, limit: int = DEADLOCK_REPORT_LIMIT) -> list[tuple]:
+        """(goal, call site, variables waited for, PE) of up to `limit` suspended tasks."""
         goals = []
-        for t in list(self.suspended)[:DEADLOCK_REPORT_LIMIT]:
+        for t in list(self.suspended)[:limit]:
+            if self.net is not None:
+                self.net.name_variables(t.waits or [], names)
             text = self.goal_text(t, names)
             waits = list(dict.fromkeys(write_term(v, names) for v in t.waits or []))
-            goals.append((text, t.site, waits))
-        return Deadlock(goals, len(self.suspended))
+            goals.append((text, t.site, waits, self.number))
+        return goals
+
+    def deadlock(self) -> Deadlock:
+        return Deadlock(self.suspended_goals({}), len(self.suspended))

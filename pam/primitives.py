@@ -8,6 +8,7 @@ pure ones inline at commit; `task_proc` wraps any of them as a task's step.
 from __future__ import annotations
 
 from pam.arith import ArithError, compare, evaluate
+from pam.costs import DEFAULT
 from pam.errors import Halt, ProgramFailure
 from pam.task import Seq, Task
 from pam.terms import (CONS_NAME, NIL, Cons, Struct, Var, args_of, deref, first_unbound, first_unbound_from, from_list,
@@ -258,6 +259,7 @@ def build(pe, lookup) -> dict:
 
     for key, step in (("length/2", length_step), ("write/1", write_step)):
         step.goal_name, step.goal_arity = key.rsplit("/", 1)[0], int(key.rsplit("/", 1)[1])
+        step.cost = DEFAULT.primitive_step
         procs[key] = step
 
     def call(t):
@@ -287,7 +289,7 @@ def build(pe, lookup) -> dict:
             raise ProgramFailure(f"call/1: unknown relation {name}/{arity}", write_term(g), site)
         return Task(proc, args_of(g), None, site)
 
-    call.goal_name, call.goal_arity = "call", 1
+    call.goal_name, call.goal_arity, call.cost = "call", 1, DEFAULT.primitive_step
     procs["call/1"] = call
     return {"inline": {k: v for k, v in prims.items() if k in INLINE}, "procs": procs}
 
@@ -297,7 +299,7 @@ def task_proc(fn, key: str):
     def step(t):
         return fn(*t.args, t.site)
     name, arity = key.rsplit("/", 1)
-    step.goal_name, step.goal_arity = name, int(arity)
+    step.goal_name, step.goal_arity, step.cost = name, int(arity), DEFAULT.primitive_step
     return step
 
 

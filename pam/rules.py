@@ -15,6 +15,7 @@ from __future__ import annotations
 from hpgrem.ir import (Atom, Call, Clause, Conj, Float, Int, Module, Relation, Struct, Term, Var,
                        calls_in)
 from pam import primitives
+from pam.costs import clause_instructions
 from pam.errors import ProgramFailure
 from pam.task import Seq, Task
 from pam.terms import Cons
@@ -172,6 +173,28 @@ class RuleCompiler:
         e.dedent()
         e(f"{self.proc_names[rel.key]}.goal_name = {rel.name!r}")
         e(f"{self.proc_names[rel.key]}.goal_arity = {rel.arity}")
+        e(f"{self.proc_names[rel.key]}.cost = {relation_cost(rel)}")
+
+
+def _nodes(terms) -> int:
+    n, stack = 0, list(terms)
+    while stack:
+        t = stack.pop()
+        n += 1
+        if isinstance(t, Struct):
+            stack.extend(t.args)
+    return n
+
+
+def relation_cost(rel: Relation) -> int:
+    """Instructions of one reduction of `rel` for the cost model: the mean over its clauses."""
+    costs = []
+    for group in rel.groups:
+        for c in group:
+            calls = calls_in(c.body)
+            costs.append(clause_instructions(_nodes(c.head), len(c.guard),
+                                             _nodes(a for call in calls for a in call.args), len(calls)))
+    return round(sum(costs) / len(costs))
 
 
 class _ClauseCode:

@@ -33,13 +33,38 @@ class Seq:
         self.parts = parts
 
 
+class Placed:
+    """A body plan item `Goal @ Where`: the task and the (unevaluated) placement term."""
+
+    __slots__ = ("task", "where")
+
+    def __init__(self, task: Task, where) -> None:
+        self.task = task
+        self.where = where
+
+
 class AndGroup:
     """Counts the live tasks descending from the running part of a `Seq`; at zero the next part
-    starts, and after the last part the group is finished as one member of its parent."""
+    starts, and after the last part the group is finished as one member of its parent. A group
+    standing on this PE for one exported member of a group elsewhere has `home` = (PE, number)
+    and no parent: when it finishes, the exporter is told."""
 
-    __slots__ = ("count", "parent", "later")
+    __slots__ = ("count", "parent", "later", "home")
 
-    def __init__(self, parent, later: list) -> None:
+    def __init__(self, parent, later: list, home=None) -> None:
         self.count = 0
         self.parent = parent
         self.later = later
+        self.home = home
+
+
+class _Moved:
+    """What a step returns when its task left for another PE (it finishes there)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MOVED"
+
+
+MOVED = _Moved()

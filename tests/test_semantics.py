@@ -137,7 +137,7 @@ def test_deadlock_reports_goals_and_variables():
         run("mode w(?, ?).\nw(a, b).\nmain <- w(X, Y), w(Y, X).\n")
     texts = [g[0] for g in e.value.goals]
     assert e.value.total == 2 and all(t.startswith("w(") for t in texts)
-    assert all(g[2] for g in e.value.goals)
+    assert all(g[2] and g[3] == 0 for g in e.value.goals)
 
 
 def test_halt_stops_the_program_after_flushing_output():
