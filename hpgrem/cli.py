@@ -133,8 +133,13 @@ def cmd_run(args) -> int:
     from pam.errors import Deadlock, Halt, LimitExceeded, ProgramFailure
     from pam.machine import Machine
 
-    if args.pes != 1:
-        raise UsageError("--pes above 1 is not supported yet (this build runs one PE)")
+    from pam.topology import TopologyError, parse_topology
+    if args.pes < 1:
+        raise UsageError("--pes must be at least 1")
+    try:
+        parse_topology(args.topology, args.pes)
+    except TopologyError as e:
+        raise UsageError(str(e)) from None
     if args.trace:
         raise UsageError("--trace is not supported yet")
     if args.max_steps is not None and args.max_steps < 1:
@@ -144,7 +149,8 @@ def cmd_run(args) -> int:
     module = load_module(args.file, args.goal, args.opt)
     if module.entry is None:
         raise UsageError(f"{args.file}: nothing to run: define main (a relation of arity 0) or pass --goal")
-    machine = Machine(module, max_steps=args.max_steps, timeout=args.timeout)
+    machine = Machine(module, pes=args.pes, topology=args.topology, seed=args.seed,
+                      max_steps=args.max_steps, timeout=args.timeout)
     status = EXIT_OK
     try:
         result = machine.run()

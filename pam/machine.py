@@ -1,4 +1,8 @@
-"""Runs an HPGREM module: compiles its rules, starts the entry goal, reports how it ended."""
+"""Runs an HPGREM module: compiles its rules, starts the entry goal, reports how it ended.
+
+One PE runs its reduction loop directly. Several simulated PEs run under `Simulation` in virtual
+time; every PE runs the same code and talks only through messages (pam.distribution).
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,15 @@ from dataclasses import dataclass
 
 from hpgrem.ir import Module
 from pam import rules
-from pam.errors import MachineStop, ProgramFailure
-from pam.pe import PE
+from pam.costs import DEFAULT, CostModel
+from pam.distribution import Net, RemoteWaiters
+from pam.errors import Deadlock, LimitExceeded, MachineStop, ProgramFailure
+from pam.pe import DEADLOCK_REPORT_LIMIT, PE
 from pam.stats import RunStats
 from pam.task import Task
-from pam.terms import Var
-from pam.transport import Loopback
+from pam.terms import Cons, Struct, Var
+from pam.topology import parse_topology
+from pam.transport.sim import BATCH, Simulation
 from pam.write import write_term
 
 
@@ -46,43 +53,166 @@ class RunResult:
     stats: RunStats
 
 
-class Machine:
-    """The abstract machine for one module; `run()` executes its entry goal."""
+def _no_output(text: str) -> None:
+    raise AssertionError("only PE 0 writes program output")
 
-    def __init__(self, module: Module, *, stream=None, max_steps: int | None = None,
-                 timeout: float | None = None):
+
+class Machine:
+    """The abstract machine for one module; `run()` executes its entry goal on PE 0."""
+
+    def __init__(self, module: Module, *, stream=None, pes: int = 1, topology: str | None = None,
+                 seed: int = 0, max_steps: int | None = None, timeout: float | None = None,
+                 costs: CostModel = DEFAULT):
         if module.entry is None:
             raise ValueError("the module has no entry goal")
         self.module = module
         self.output = Output(stream)
-        self.transport = Loopback()
-        self.pe = PE(0, self.output.write, max_steps, timeout)
-        self.procs = rules.load(module, self.pe)
+        self.costs = costs
+        self.max_steps = max_steps
+        self.timeout = timeout
+        self.topology = parse_topology(topology, pes)
+        self.sim = Simulation(self.topology, costs) if pes > 1 else None
+        compiler = rules.RuleCompiler(module)
+        self.pes: list[PE] = []
+        self.procs: list[dict] = []
+        for n in range(pes):
+            pe = PE(n, self.output.write if n == 0 else _no_output,
+                    max_steps if pes == 1 else None, timeout if pes == 1 else None)
+            procs: dict = {}
+            if self.sim is not None:
+                pe.net = Net(pe, self.sim.transport(n), self.topology, procs, seed,
+                             (lambda k: lambda: self.sim.clock[k])(n))
+            procs.update(rules.load(module, pe, compiler))
+            self.pes.append(pe)
+            self.procs.append(procs)
+        self.pe = self.pes[0]
 
     def run(self) -> RunResult:
         entry = self.module.entry
         outputs = [Var() for _ in entry.outputs]
         rel = self.module.relations[entry.target]
-        self.pe.push(Task(self.procs[entry.target], tuple(outputs), None, rel.span))
-        began = time.perf_counter()
+        self.pe.push(Task(self.procs[0][entry.target], tuple(outputs), None, rel.span))
         collecting = gc.isenabled()
         gc.disable()  # the heap is mostly acyclic and freed by reference counting
         try:
-            self.pe.run()
-            if self.pe.suspended:
-                raise self.pe.deadlock()
+            if self.sim is None:
+                self.pe.run()
+                vtime = self.pe.instructions * self.costs.instruction
+            else:
+                vtime = self._simulate()
+                self._resolve(outputs)
+            suspended = sum(len(pe.suspended) for pe in self.pes)
+            if suspended:
+                names: dict[int, str] = {}
+                goals = []
+                for pe in self.pes:
+                    goals += pe.suspended_goals(names, DEADLOCK_REPORT_LIMIT - len(goals))
+                raise Deadlock(goals, suspended)
         except MachineStop:
             self.output.flush()
             raise
         finally:
             if collecting:
                 gc.enable()
-        elapsed = time.perf_counter() - began
         self.output.flush()
-        names: dict[int, str] = {}
+        names = {}
         bindings = [f"{name} = {write_term(v, names)}" for name, v in zip(entry.outputs, outputs)]
-        stats = RunStats(1, "single", "sim", elapsed, [self.pe.stats])
+        for pe in self.pes:
+            received = pe.stats.received
+            pe.stats.busy_time = (pe.instructions + received * self.costs.message_handling) \
+                * self.costs.instruction + received * self.costs.process_switch
+        stats = RunStats(len(self.pes), self.topology.name, "sim", vtime, [pe.stats for pe in self.pes])
         return RunResult(bindings, stats)
+
+    # -- simulated PEs ----------------------------------------------------------------------------
+    def _simulate(self) -> float:
+        """Run every PE to global termination (Safra); returns the virtual time it took."""
+        sim, pes, costs = self.sim, self.pes, self.costs
+        for n in range(len(pes)):
+            sim.wake_pe(n, 0.0)
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        turns = 0
+        while True:
+            event = sim.next_event()
+            if event is None:
+                raise AssertionError("simulation ran out of events before termination")
+            t, kind, n, message = event
+            pe = pes[n]
+            if kind == 1:
+                sim.advance(n, t, costs.message_handling, switch=True)
+                pe.net.receive(message)
+                sim.flush(n)
+                sim.wake_pe(n, sim.clock[n])
+                continue
+            sim.clock[n] = max(sim.clock[n], t)
+            if pe.ready:
+                before = pe.instructions
+                pe.run(BATCH)
+                sim.advance(n, sim.clock[n], pe.instructions - before)
+                sim.flush(n)
+                sim.wake_pe(n, sim.clock[n])
+            else:
+                net = pe.net
+                net.idle()
+                action, arg = net.safra.step()
+                if action == "send":
+                    net.send("TOKEN", arg[0], arg[1])
+                sim.flush(n)
+                if action == "terminated":
+                    return max(sim.clock)
+                if not net.steal_pending:
+                    sim.wake_pe(n, net.steal_after)
+            turns += 1
+            if turns % 256 == 0:
+                self._check_limits(deadline)
+
+    def _check_limits(self, deadline) -> None:
+        if self.max_steps is not None:
+            steps = sum(pe.steps for pe in self.pes)
+            if steps >= self.max_steps:
+                raise LimitExceeded(f"step limit reached after {steps} steps (--max-steps {self.max_steps})")
+        if deadline is not None and time.monotonic() > deadline:
+            raise LimitExceeded(f"time limit of {self.timeout:g} s reached (--timeout)")
+
+    def _resolve(self, outputs: list[Var]) -> None:
+        """Fetch the current values of remote variables in the `--goal` bindings (PEEK)."""
+        net = self.pe.net
+        while True:
+            pending = [v for v in _proxies(outputs) if v.susp.ident is not None]
+            asked = [v for v in pending if id(v) not in net.peeked]
+            if not asked:
+                return
+            for v in asked:
+                net.peeked.add(id(v))
+                net.peeks += 1
+                net.peek(v)
+            self.sim.flush(0)
+            while net.peeks:
+                event = self.sim.next_event()
+                if event is None:
+                    return
+                t, kind, n, message = event
+                if kind == 1:
+                    self.pes[n].net.receive(message)
+                    self.sim.flush(n)
+
+
+def _proxies(terms) -> list[Var]:
+    """Unbound proxies reachable from `terms`."""
+    found, stack, seen = [], list(terms), set()
+    while stack:
+        t = stack.pop()
+        while type(t) is Var and t.val is not None:
+            t = t.val
+        if type(t) is Var:
+            if type(t.susp) is RemoteWaiters and id(t) not in seen:
+                seen.add(id(t))
+                found.append(t)
+        elif type(t) is Cons:
+            stack += [t.head, t.tail]
+        elif type(t) is Struct:
+            stack.extend(t.args)
+    return found
 
 
 __all__ = ["Machine", "Output", "ProgramFailure", "RunResult"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pam.arith import ArithError, compare, evaluate
 from pam.costs import DEFAULT
 from pam.errors import Halt, ProgramFailure
-from pam.task import Seq, Task
+from pam.task import MOVED, Seq, Task
 from pam.terms import (CONS_NAME, NIL, Cons, Struct, Var, args_of, deref, first_unbound, first_unbound_from, from_list,
                        functor_of, make_struct, mkatom, to_list)
 from pam.unify import match_eq
@@ -291,7 +291,22 @@ def build(pe, lookup) -> dict:
 
     call.goal_name, call.goal_arity, call.cost = "call", 1, DEFAULT.primitive_step
     procs["call/1"] = call
+    if pe.number != 0:
+        # Output happens on PE 0, the root transputer that talks to the host, in program
+        # order: an output goal elsewhere is sent there to run.
+        for key in ("write/1", "nl/0", "halt/0"):
+            procs[key] = to_root(pe, procs[key])
+    for key, step in procs.items():
+        step.key = key
     return {"inline": {k: v for k, v in prims.items() if k in INLINE}, "procs": procs}
+
+
+def to_root(pe, step):
+    def send(t):
+        pe.net.export_task(t, 0)
+        return MOVED
+    send.goal_name, send.goal_arity, send.cost = step.goal_name, step.goal_arity, step.cost
+    return send
 
 
 def task_proc(fn, key: str):

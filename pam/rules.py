@@ -17,7 +17,7 @@ from hpgrem.ir import (Atom, Call, Clause, Conj, Float, Int, Module, Relation, S
 from pam import primitives
 from pam.costs import clause_instructions
 from pam.errors import ProgramFailure
-from pam.task import Seq, Task
+from pam.task import Placed, Seq, Task
 from pam.terms import Cons
 from pam.terms import Struct as RStruct
 from pam.terms import Var as RVar
@@ -110,6 +110,7 @@ class RuleCompiler:
         self.consts: dict[str, object] = {}
         self.const_names: dict[tuple, str] = {}
         self.proc_names = {key: f"R{i}" for i, key in enumerate(module.relations)}
+        self.recursive = recursive_relations(module)
         self.out = _Emitter()
         self.source = self._generate()
 
@@ -141,7 +142,7 @@ class RuleCompiler:
         e = self.out
         e("def make(RT):")
         e.indent()
-        for name in ("Var", "Struct", "Cons", "Task", "Seq", "deref", "match_eq", "from_list",
+        for name in ("Var", "Struct", "Cons", "Task", "Seq", "Placed", "deref", "match_eq", "from_list",
                      "put", "wake", "spawn", "park_new", "push", "susp1", "fail_goal", "fail_output",
                      "arith_test", "INLINE", "PROCS", "CONSTS"):
             e(f"{name} = RT['{name}']")
@@ -174,6 +175,8 @@ class RuleCompiler:
         e(f"{self.proc_names[rel.key]}.goal_name = {rel.name!r}")
         e(f"{self.proc_names[rel.key]}.goal_arity = {rel.arity}")
         e(f"{self.proc_names[rel.key]}.cost = {relation_cost(rel)}")
+        e(f"{self.proc_names[rel.key]}.key = {rel.key!r}")
+        e(f"{self.proc_names[rel.key]}.exportable = {rel.key in self.recursive}")
 
 
 def _nodes(terms) -> int:
@@ -184,6 +187,25 @@ def _nodes(terms) -> int:
         if isinstance(t, Struct):
             stack.extend(t.args)
     return n
+
+
+def recursive_relations(module: Module) -> set[str]:
+    """Relations that can call themselves: only their calls are worth sending to another PE
+    (compile-time grain: other work is bounded and stays local)."""
+    import networkx as nx
+    graph = nx.DiGraph()
+    for key, rel in module.relations.items():
+        graph.add_node(key)
+        for group in rel.groups:
+            for c in group:
+                for call in calls_in(c.body):
+                    if call.target in module.relations:
+                        graph.add_edge(key, call.target)
+    out: set[str] = set()
+    for component in nx.strongly_connected_components(graph):
+        if len(component) > 1 or any(graph.has_edge(k, k) for k in component):
+            out |= component
+    return out
 
 
 def relation_cost(rel: Relation) -> int:
@@ -439,7 +461,8 @@ class _ClauseCode:
         body = self.clause.body
         if body is None:
             e("return None")
-        elif isinstance(body, Call) or (body.op == "," and all(isinstance(p, Call) for p in body.parts)):
+        elif all(c.placement is None for c in calls_in(body)) and (
+                isinstance(body, Call) or (body.op == "," and all(isinstance(p, Call) for p in body.parts))):
             self.flat_body(calls_in(body))
         else:
             self.plan_body(body)
@@ -518,7 +541,10 @@ class _ClauseCode:
 
     def plan(self, body) -> str:
         if isinstance(body, Call):
-            return f"Task({self.proc(body)}, {self.args_tuple(body)}, None, {self.rc.site(body.span)})"
+            task = f"Task({self.proc(body)}, {self.args_tuple(body)}, None, {self.rc.site(body.span)})"
+            if body.placement is not None:
+                return f"Placed({task}, {self.build(body.placement)})"
+            return task
         parts = ", ".join(self.plan(p) for p in body.parts)
         return f"[{parts}]" if body.op == "," else f"Seq([{parts}])"
 
@@ -554,7 +580,8 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
             group.count += 1
 
     runtime = {
-        "Var": RVar, "Struct": RStruct, "Cons": Cons, "Task": Task, "Seq": Seq, "deref": deref,
+        "Var": RVar, "Struct": RStruct, "Cons": Cons, "Task": Task, "Seq": Seq, "Placed": Placed,
+        "deref": deref,
         "match_eq": match_eq, "from_list": from_list, "put": pe.put, "wake": pe.wake,
         "spawn": pe.spawn, "park_new": park_new, "push": pe.push, "susp1": susp1,
         "fail_goal": fail_goal, "fail_output": fail_output, "arith_test": primitives.arith_test,

@@ -243,7 +243,7 @@ def test_one_way_matching_never_binds_the_call(data):
     import io
     module = run_passes(cp(f"mode m(?).\nm({text}).\nmain.\n", "m.par"), pipeline(0))
     machine = Machine(module, stream=io.StringIO())
-    step = machine.procs["m/1"]
+    step = machine.procs[0]["m/1"]
     before = [v.val for v in pool]
     task = Task(step, (call_arg,), None, None)
     try:

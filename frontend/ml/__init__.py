@@ -1,0 +1,66 @@
+"""The ML front end: Core SML source -> a typed, match-compiled program (spec/ml.md).
+
+Files, one job each, in the order a program goes through them:
+`lexer.py` (tokens; the split into top-level chunks), `ml.lark` + `parser.py` (surface syntax of
+`syntax.py`), `elaborate.py` (types of expressions and patterns) and `declarations.py`
+(declarations, the top level), with `types.py` (types, unification, printing), `env.py`
+(scopes), `basis.py` (the initial basis: the one table of names the run time implements),
+`match.py` (decision trees and match warnings). `typed.py` defines the result.
+
+Running (spec/ml.md): each chunk, the text up to a top-level `;`, is checked before it runs, and
+an error in chunk k leaves chunks 1..k-1 to run. A runner does:
+
+    elaborator = Elaborator(file)
+    for source in split_chunks(text, file):
+        chunk = elaborator.chunk(source)     # CompileError: report it, stop (exit status 2)
+        report(chunk.warnings); run(chunk.decs)
+
+`elaborate_program` checks the whole program the same way (for `hpgrem check` and tests).
+"""
+
+from __future__ import annotations
+
+from frontend.diagnostics import CompileError, Diagnostic
+from frontend.ml.declarations import TopLevel
+from frontend.ml.lexer import SourceChunk, split_chunks
+from frontend.ml.parser import parse_chunk
+from frontend.ml.typed import Chunk, Program
+from frontend.ml.types import Scheme
+
+
+class Elaborator:
+    """Checks the chunks of one program in order, carrying the top-level environment; a chunk
+    with errors binds nothing."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.top = TopLevel(file)
+
+    def chunk(self, source: SourceChunk) -> Chunk:
+        """Parse and elaborate one chunk; raises CompileError with all its errors."""
+        return self.top.chunk(parse_chunk(source, self.file))
+
+    def value_type(self, name: str) -> Scheme | None:
+        """The type scheme of a top-level value bound so far."""
+        return self.top.value_type(name)
+
+
+def elaborate_program(text: str, file: str) -> Program:
+    """The typed program: every chunk elaborated and match-compiled, and its warnings.
+
+    Raises CompileError at the first chunk with errors, holding that chunk's errors and the
+    warnings of the chunks before it, in source order."""
+    elaborator = Elaborator(file)
+    chunks: list[Chunk] = []
+    warnings: list[Diagnostic] = []
+    for source in split_chunks(text, file):
+        try:
+            chunk = elaborator.chunk(source)
+        except CompileError as err:
+            raise CompileError(warnings + err.diagnostics) from None
+        chunks.append(chunk)
+        warnings.extend(chunk.warnings)
+    return Program(tuple(chunks), tuple(warnings))
+
+
+__all__ = ["CompileError", "Elaborator", "Program", "SourceChunk", "elaborate_program", "split_chunks"]

@@ -102,8 +102,8 @@ DATATYPES: tuple[tuple[str, tuple[str, ...], tuple[tuple[str, str | None], ...]]
     ("bool", (), (("false", None), ("true", None))),
     ("list", ("'a",), (("nil", None), ("::", "'a * 'a list"))),
     ("option", ("'a",), (("NONE", None), ("SOME", "'a"))),
-    ("StringCvt.realfmt", (), (("EXACT", None), ("FIX", "int option"), ("GEN", "int option"),
-                               ("SCI", "int option"))),
+    ("StringCvt.realfmt", (), (("StringCvt.EXACT", None), ("StringCvt.FIX", "int option"),
+                               ("StringCvt.GEN", "int option"), ("StringCvt.SCI", "int option"))),
 )
 
 EXCEPTIONS: tuple[tuple[str, str | None], ...] = (

@@ -293,8 +293,9 @@ class _Build(Transformer):
         name, arg = c
         return s.PCon(name[0], arg, name[1])
 
-    def pat_wild(self, c):
-        return s.PWild(self._span(c[0]))
+    @v_args(meta=True)
+    def pat_wild(self, meta, c):
+        return s.PWild(self._span(meta))
 
     def pat_var(self, c):
         name, span = c[0]

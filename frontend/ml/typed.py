@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from frontend.diagnostics import Diagnostic
-from frontend.ml.types import Constructor, TyCon, Type
+from frontend.ml.types import Constructor, Scheme, TyCon, Type
 from hpgrem.ir import Span
 
 
@@ -319,11 +319,14 @@ Dec = ValDec | RecDec | ExceptionDec | DatatypeDec
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """One part of the program up to a top-level `;`, checked as a whole before it runs."""
+    """One part of the program up to a top-level `;`, checked as a whole before it runs:
+    its declarations in order, its warnings, and the values it binds at top level with their
+    type schemes (`types.show_scheme` prints one as Poly/ML would)."""
 
     decs: tuple[Dec, ...]
     warnings: tuple[Diagnostic, ...]
     span: Span
+    bindings: tuple[tuple[str, Scheme], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

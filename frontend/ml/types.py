@@ -390,8 +390,9 @@ class TypeNames:
     """Names type variables `'a`, `'b`, ... in order of first appearance; one instance is
     shared by the types of one message so that the same variable reads the same."""
 
-    def __init__(self):
+    def __init__(self, scheme_eqs: tuple[bool, ...] = ()):
         self.names: dict[int, str] = {}
+        self.scheme_eqs = scheme_eqs
 
     def name(self, key: int, eq: bool) -> str:
         if key not in self.names:
@@ -407,19 +408,23 @@ def show(t: Type, names: TypeNames | None = None) -> str:
 
 
 def show_scheme(scheme: Scheme) -> str:
-    names = TypeNames()
-    for i, eq in enumerate(scheme.eqs):
-        names.name(-1 - i, eq)
-    return show(scheme.body, names)
+    return show(scheme.body, TypeNames(scheme.eqs))
 
 
 # precedence of the context: 0 anywhere, 1 a tuple component or arrow argument, 2 a type argument
 def _show(t: Type, names: TypeNames, prec: int) -> str:
     t = prune(t)
     if isinstance(t, TVar):
+        if t.overload is not None:  # an operand of an overloaded operator, not yet resolved
+            return t.overload[0].name
+        if t.fields is not None:
+            known = ", ".join(f"{lbl}: {_show(ft, names, 0)}" for lbl, ft in sorted(
+                t.fields.items(), key=lambda f: label_key(f[0])))
+            return "{" + known + ", ...}"
         return names.name(t.id, t.eq)
     if isinstance(t, TGen):
-        return names.name(-1 - t.index, False)
+        eq = t.index < len(names.scheme_eqs) and names.scheme_eqs[t.index]
+        return names.name(-1 - t.index, eq)
     if isinstance(t, TRigid):
         return t.name
     if isinstance(t, TRecord):

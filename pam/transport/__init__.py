@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-KINDS = ("SPAWN", "FETCH", "VALUE", "BIND", "STEAL", "NOWORK", "OUTPUT", "FREE", "TOKEN", "HALT")
+KINDS = ("SPAWN", "FETCH", "VALUE", "BIND", "STEAL", "NOWORK", "FREE", "TOKEN", "HALT", "FINISH",
+         "PEEK", "PEEKED")
 
 
 @dataclass(slots=True)
@@ -21,6 +22,7 @@ class Message:
     dst: int
     payload: object = None
     hops: list[int] = field(default_factory=list)
+    nbytes: int = 8
 
 
 class Transport(Protocol):

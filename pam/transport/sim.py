@@ -1,0 +1,93 @@
+"""N simulated transputers in one process, in virtual time (discrete events, deterministic).
+
+Each PE has a clock. It runs its reductions in short batches; a batch advances its clock by the
+instructions it executed (the cost model), and the messages it sent leave at the batch's end.
+A message crosses its route link by link, store and forward: on each link it waits until the
+link is free, then takes the hop start-up plus its bytes at the link's byte time, so messages on
+one link keep their order. Arrival makes the PE handle the message (a process switch and the
+handling instructions) before it runs again. Ties are broken by event order, never by chance.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+
+from pam.costs import DEFAULT, CostModel
+from pam.transport import Message
+
+BATCH = 64  # reductions between looks at the message queue
+
+
+class SimTransport:
+    """What a PE's `Net` sends through: messages wait in the PE's outbox until its batch ends."""
+
+    def __init__(self, sim: Simulation, pe: int):
+        self.sim = sim
+        self.pe = pe
+        self.pes = sim.topology.pes
+
+    def send(self, message: Message) -> None:
+        self.sim.outbox[self.pe].append(message)
+
+
+class Simulation:
+    """The event loop over the PEs' clocks and the links between them."""
+
+    def __init__(self, topology, costs: CostModel = DEFAULT):
+        self.topology = topology
+        self.costs = costs
+        self.clock = [0.0] * topology.pes
+        self.outbox: list[list[Message]] = [[] for _ in range(topology.pes)]
+        self.link_free: dict[tuple[int, int], float] = {}
+        self.events: list = []
+        self.order = itertools.count()
+        self.scheduled = [False] * topology.pes
+        self.in_flight = 0
+
+    def transport(self, pe: int) -> SimTransport:
+        return SimTransport(self, pe)
+
+    # -- events -------------------------------------------------------------------------------
+    def wake_pe(self, pe: int, at: float) -> None:
+        """Make sure PE `pe` gets a turn at `at` (or at its own clock, if later)."""
+        if not self.scheduled[pe]:
+            self.scheduled[pe] = True
+            heapq.heappush(self.events, (max(at, self.clock[pe]), next(self.order), 0, pe, None))
+
+    def flush(self, pe: int) -> None:
+        """Send what PE `pe` put in its outbox, leaving at its clock."""
+        box = self.outbox[pe]
+        if not box:
+            return
+        self.outbox[pe] = []
+        for m in box:
+            self.route(m, self.clock[pe])
+
+    def route(self, m: Message, t: float) -> None:
+        path = self.topology.route(m.src, m.dst)
+        c = self.costs
+        for a, b in zip(path, path[1:]):
+            start = max(t, self.link_free.get((a, b), 0.0))
+            busy = c.byte_both_ways if self.link_free.get((b, a), 0.0) > start else c.byte_one_way
+            t = start + c.hop_startup + m.nbytes * busy
+            self.link_free[(a, b)] = t
+        m.hops = path
+        self.in_flight += 1
+        heapq.heappush(self.events, (t, next(self.order), 1, m.dst, m))
+
+    def next_event(self):
+        """The earliest event: (time, kind (0 run, 1 arrival), pe, message), or None."""
+        if not self.events:
+            return None
+        t, _, kind, pe, m = heapq.heappop(self.events)
+        if kind == 0:
+            self.scheduled[pe] = False
+        else:
+            self.in_flight -= 1
+        return t, kind, pe, m
+
+    def advance(self, pe: int, t: float, instructions: int, switch: bool = False) -> None:
+        """PE `pe` does `instructions` of work starting no earlier than `t`."""
+        start = max(self.clock[pe], t)
+        self.clock[pe] = start + instructions * self.costs.instruction + (self.costs.process_switch if switch else 0)
