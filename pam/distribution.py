@@ -24,7 +24,7 @@ INITIAL_WEIGHT = 1 << 30
 # Messages that can make a passive PE active are counted for termination (Safra); a steal
 # request to a PE without spare work only earns a NOWORK, so STEAL and NOWORK are control.
 CONTROL = frozenset({"TOKEN", "HALT", "STEAL", "NOWORK", "PEEK", "PEEKED"})
-STEAL_BACKOFF = (50e-6, 2e-3)  # first and longest wait after a refusal, in (virtual) seconds
+STEAL_BACKOFF = (20e-6, 200e-6)  # first and longest wait after a refusal, in (virtual) seconds
 STEAL_TTL = 3  # a steal request may travel on this many times before it is refused
 
 
@@ -291,13 +291,15 @@ class Net:
             self.send("NOWORK", thief, None)
 
     def spare_task(self) -> Task | None:
-        """The oldest ready task worth sending away (its grain is largest), if one can go."""
+        """The oldest ready task worth sending away, if one can go: its relation can fan out
+        (the compile-time grain estimate) and it would not just wait for an argument there."""
         ready = self.pe.ready
         if len(ready) < 2:
             return None
-        for i in range(min(len(ready), 8)):
+        for i in range(min(len(ready), 256)):
             t = ready[i]
-            if getattr(t.proc, "exportable", False):
+            proc = t.proc
+            if getattr(proc, "exportable", False) and all(type(deref(t.args[k])) is not Var for k in proc.needs):
                 del ready[i]
                 return t
         return None

@@ -192,7 +192,10 @@ class PE:
                         t = r
                         slice_left -= 1
                         if not slice_left:
-                            ready.appendleft(t)
+                            if calls >= next_check:  # a pause for limits or messages: resume it first
+                                ready.append(t)
+                            else:  # its time slice is up: to the back of the queue
+                                ready.appendleft(t)
                             break
                         continue
                     if r is not MOVED:

@@ -110,7 +110,7 @@ class RuleCompiler:
         self.consts: dict[str, object] = {}
         self.const_names: dict[tuple, str] = {}
         self.proc_names = {key: f"R{i}" for i, key in enumerate(module.relations)}
-        self.recursive = recursive_relations(module)
+        self.branching = branching_relations(module)
         self.out = _Emitter()
         self.source = self._generate()
 
@@ -176,7 +176,10 @@ class RuleCompiler:
         e(f"{self.proc_names[rel.key]}.goal_arity = {rel.arity}")
         e(f"{self.proc_names[rel.key]}.cost = {relation_cost(rel)}")
         e(f"{self.proc_names[rel.key]}.key = {rel.key!r}")
-        e(f"{self.proc_names[rel.key]}.exportable = {rel.key in self.recursive}")
+        e(f"{self.proc_names[rel.key]}.exportable = {rel.key in self.branching}")
+        needs = tuple(i for i, m in enumerate(rel.modes)
+                      if m == "?" and any(not isinstance(c.head[i], Var) for g in rel.groups for c in g))
+        e(f"{self.proc_names[rel.key]}.needs = {needs!r}")
 
 
 def _nodes(terms) -> int:
@@ -189,9 +192,11 @@ def _nodes(terms) -> int:
     return n
 
 
-def recursive_relations(module: Module) -> set[str]:
-    """Relations that can call themselves: only their calls are worth sending to another PE
-    (compile-time grain: other work is bounded and stays local)."""
+def branching_relations(module: Module) -> set[str]:
+    """Relations whose calls can fan out into unbounded work: some clause of their recursive
+    group calls the group twice or more (fib, a search tree). Only their calls are worth
+    sending to another PE: this is the compile-time grain estimate, and everything else
+    (linear recursion like append, bounded work) stays local."""
     import networkx as nx
     graph = nx.DiGraph()
     for key, rel in module.relations.items():
@@ -203,7 +208,10 @@ def recursive_relations(module: Module) -> set[str]:
                         graph.add_edge(key, call.target)
     out: set[str] = set()
     for component in nx.strongly_connected_components(graph):
-        if len(component) > 1 or any(graph.has_edge(k, k) for k in component):
+        fans_out = any(
+            sum(call.target in component for call in calls_in(c.body)) >= 2
+            for key in component for g in module.relations[key].groups for c in g)
+        if fans_out:
             out |= component
     return out
 

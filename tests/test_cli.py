@@ -63,5 +63,5 @@ def test_plan_is_dispatched():
 def test_not_yet_commands_say_so():
     r = hpgrem("run", "prog.sml")
     assert r.returncode == 2 and "not supported yet" in r.stderr
-    r = hpgrem("run", NREV, "--pes", "4")
-    assert r.returncode == 2 and "not supported yet" in r.stderr
+    r = hpgrem("run", NREV, "--pes", "4", "--topology", "mesh:3x3")
+    assert r.returncode == 2 and "9 PEs" in r.stderr and "Traceback" not in r.stderr

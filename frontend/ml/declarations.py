@@ -155,7 +155,7 @@ class Checker(ExpChecker):
                 if len(clause.args) != arity:
                     self.error(clause.span, f"clauses of {name} have different numbers of arguments")
             args, result = [self.fresh() for _ in range(arity)], self.fresh()
-            rules = [self.rule(c.args, tuple(args), c.body, result, inner, c.args[0].span, c.result)
+            rules = [self.rule(c.args, tuple(args), c.body, result, inner, c.span, c.result)
                      for c in b.clauses if len(c.args) == arity]
             fn = self.function(args, result, rules, b.span)
             self.expect(ty, fn.type, b.span)

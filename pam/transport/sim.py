@@ -16,7 +16,7 @@ import itertools
 from pam.costs import DEFAULT, CostModel
 from pam.transport import Message
 
-BATCH = 64  # reductions between looks at the message queue
+BATCH = 32  # reductions between looks at the message queue
 
 
 class SimTransport:
