@@ -130,30 +130,36 @@ def load_module(path: str, goal: str | None = None, opt: int = 1, after: str | N
 
 # -- commands ----------------------------------------------------------------------------------
 def cmd_run(args) -> int:
-    from pam.errors import Deadlock, Halt, LimitExceeded, ProgramFailure
+    from pam.errors import Deadlock, Halt, LimitExceeded, ProgramFailure, RankExit
     from pam.machine import Machine
 
     from pam.topology import TopologyError, parse_topology
     if args.pes < 1:
         raise UsageError("--pes must be at least 1")
-    try:
-        parse_topology(args.topology, args.pes)
-    except TopologyError as e:
-        raise UsageError(str(e)) from None
     if args.trace:
         raise UsageError("--trace is not supported yet")
     if args.max_steps is not None and args.max_steps < 1:
         raise UsageError("--max-steps must be at least 1")
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be positive")
+    comm = mpi_comm()
+    if comm is not None and args.pes != 1 and args.pes != comm.Get_size():
+        raise UsageError(f"--pes {args.pes} disagrees with the {comm.Get_size()} MPI ranks")
+    pes = comm.Get_size() if comm is not None else args.pes
+    try:
+        parse_topology(args.topology, pes)
+    except TopologyError as e:
+        raise UsageError(str(e)) from None
     module = load_module(args.file, args.goal, args.opt)
     if module.entry is None:
         raise UsageError(f"{args.file}: nothing to run: define main (a relation of arity 0) or pass --goal")
-    machine = Machine(module, pes=args.pes, topology=args.topology, seed=args.seed,
-                      max_steps=args.max_steps, timeout=args.timeout)
+    machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed,
+                      max_steps=args.max_steps, timeout=args.timeout, comm=comm)
     status = EXIT_OK
     try:
         result = machine.run()
+    except RankExit as e:
+        return e.status
     except Halt:
         return EXIT_OK
     except ProgramFailure as f:
@@ -176,6 +182,21 @@ def cmd_run(args) -> int:
     if args.stats_json:
         _write_text(args.stats_json, json.dumps(result.stats.to_json(), indent=2) + "\n")
     return status
+
+
+def mpi_comm():
+    """MPI.COMM_WORLD when launched by mpiexec with more than one rank, else None. Ranks other
+    than 0 stay silent: rank 0 reports for all of them."""
+    if not any(k in os.environ for k in ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK")):
+        return None
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    if comm.Get_size() == 1:
+        return None
+    if comm.Get_rank() != 0:
+        sys.stdout = open(os.devnull, "w")
+        sys.stderr = open(os.devnull, "w")
+    return comm
 
 
 def _source_text(file: str, goal: str | None) -> str | None:

@@ -17,7 +17,7 @@ from pam.errors import ProgramFailure
 from pam.pack import GlobalRef, pack, size_bytes, unpack
 from pam.task import MOVED, AndGroup, Task
 from pam.termination import Safra
-from pam.terms import Struct, Var, deref
+from pam.terms import Cons, Struct, Var, deref
 from pam.transport import Message
 
 INITIAL_WEIGHT = 1 << 30
@@ -214,6 +214,15 @@ class Net:
         elif code is not None:
             self.got_value(owner, ident, code)
 
+    def ask_peeks(self, outputs) -> bool:
+        """PEEK every unbound proxy reachable from `outputs` not asked yet; False when none."""
+        asked = [v for v in _proxies(outputs) if id(v) not in self.peeked]
+        for v in asked:
+            self.peeked.add(id(v))
+            self.peeks += 1
+            self.peek(v)
+        return bool(asked)
+
     def got_free(self, ident: int, weight: int) -> None:
         self.exports[ident][1] -= weight
         self.maybe_drop(ident)
@@ -342,6 +351,24 @@ class Net:
             self.got_peeked(*m.payload)
         else:
             raise ValueError(f"unknown message kind {kind}")
+
+
+def _proxies(terms) -> list[Var]:
+    """Unbound proxies reachable from `terms`."""
+    found, stack, seen = [], list(terms), set()
+    while stack:
+        t = stack.pop()
+        while type(t) is Var and t.val is not None:
+            t = t.val
+        if type(t) is Var:
+            if type(t.susp) is RemoteWaiters and id(t) not in seen:
+                seen.add(id(t))
+                found.append(t)
+        elif type(t) is Cons:
+            stack += [t.head, t.tail]
+        elif type(t) is Struct:
+            stack.extend(t.args)
+    return found
 
 
 __all__ = ["MOVED", "Net", "RemoteReader", "RemoteWaiters"]

@@ -36,3 +36,11 @@ class LimitExceeded(MachineStop):
 
 class Halt(MachineStop):
     """The program called `halt` (exit 0)."""
+
+
+class RankExit(MachineStop):
+    """This MPI rank is done; rank 0 reported how the run ended, and `status` is its exit status."""
+
+    def __init__(self, status: int):
+        super().__init__(f"rank exits with status {status}")
+        self.status = status

@@ -14,13 +14,15 @@ from dataclasses import dataclass
 from hpgrem.ir import Module
 from pam import rules
 from pam.costs import DEFAULT, CostModel
-from pam.distribution import Net, RemoteWaiters
+from pam.distribution import Net
 from pam.errors import Deadlock, LimitExceeded, MachineStop, ProgramFailure
 from pam.pe import DEADLOCK_REPORT_LIMIT, PE
 from pam.stats import RunStats
 from pam.task import Task
-from pam.terms import Cons, Struct, Var
+from pam.terms import Var
 from pam.topology import parse_topology
+from pam.transport.mpi import MPITransport
+from pam.transport.mpi import now as mpi_now
 from pam.transport.sim import BATCH, Simulation
 from pam.write import write_term
 
@@ -62,7 +64,7 @@ class Machine:
 
     def __init__(self, module: Module, *, stream=None, pes: int = 1, topology: str | None = None,
                  seed: int = 0, max_steps: int | None = None, timeout: float | None = None,
-                 costs: CostModel = DEFAULT):
+                 costs: CostModel = DEFAULT, comm=None):
         if module.entry is None:
             raise ValueError("the module has no entry goal")
         self.module = module
@@ -70,18 +72,26 @@ class Machine:
         self.costs = costs
         self.max_steps = max_steps
         self.timeout = timeout
+        self.comm = comm
+        if comm is not None:
+            pes = comm.Get_size()
         self.topology = parse_topology(topology, pes)
-        self.sim = Simulation(self.topology, costs) if pes > 1 else None
+        self.sim = Simulation(self.topology, costs) if pes > 1 and comm is None else None
         compiler = rules.RuleCompiler(module)
         self.pes: list[PE] = []
         self.procs: list[dict] = []
-        for n in range(pes):
+        numbers = [comm.Get_rank()] if comm is not None else range(pes)
+        for n in numbers:
             pe = PE(n, self.output.write if n == 0 else _no_output,
-                    max_steps if pes == 1 else None, timeout if pes == 1 else None)
+                    max_steps if pes == 1 or comm is not None else None,
+                    timeout if pes == 1 or comm is not None else None)
             procs: dict = {}
             if self.sim is not None:
                 pe.net = Net(pe, self.sim.transport(n), self.topology, procs, seed,
                              (lambda k: lambda: self.sim.clock[k])(n))
+            elif comm is not None:
+                self.transport = MPITransport(comm, self.topology)
+                pe.net = Net(pe, self.transport, self.topology, procs, seed, mpi_now)
             procs.update(rules.load(module, pe, compiler))
             self.pes.append(pe)
             self.procs.append(procs)
@@ -91,6 +101,8 @@ class Machine:
         entry = self.module.entry
         outputs = [Var() for _ in entry.outputs]
         rel = self.module.relations[entry.target]
+        if self.comm is not None:
+            return run_on_ranks(self, outputs)
         self.pe.push(Task(self.procs[0][entry.target], tuple(outputs), None, rel.span))
         collecting = gc.isenabled()
         gc.disable()  # the heap is mostly acyclic and freed by reference counting
@@ -176,18 +188,9 @@ class Machine:
 
     def _resolve(self, outputs: list[Var]) -> None:
         """Fetch the current values of remote variables in the `--goal` bindings (PEEK)."""
-        net = self.pe.net
-        while True:
-            pending = [v for v in _proxies(outputs) if v.susp.ident is not None]
-            asked = [v for v in pending if id(v) not in net.peeked]
-            if not asked:
-                return
-            for v in asked:
-                net.peeked.add(id(v))
-                net.peeks += 1
-                net.peek(v)
+        while self.pe.net.ask_peeks(outputs):
             self.sim.flush(0)
-            while net.peeks:
+            while self.pe.net.peeks:
                 event = self.sim.next_event()
                 if event is None:
                     return
@@ -197,22 +200,6 @@ class Machine:
                     self.sim.flush(n)
 
 
-def _proxies(terms) -> list[Var]:
-    """Unbound proxies reachable from `terms`."""
-    found, stack, seen = [], list(terms), set()
-    while stack:
-        t = stack.pop()
-        while type(t) is Var and t.val is not None:
-            t = t.val
-        if type(t) is Var:
-            if type(t.susp) is RemoteWaiters and id(t) not in seen:
-                seen.add(id(t))
-                found.append(t)
-        elif type(t) is Cons:
-            stack += [t.head, t.tail]
-        elif type(t) is Struct:
-            stack.extend(t.args)
-    return found
-
+from pam.ranks import run_on_ranks  # noqa: E402  (it uses Machine's pieces)
 
 __all__ = ["Machine", "Output", "ProgramFailure", "RunResult"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pam.terms import Cons, Struct, Var
+from pam.terms import Cons, Struct, Var, mkatom
 
 WORD = 4  # bytes per word on a T800
 
@@ -74,9 +74,11 @@ def unpack(code: list, resolve):
             n = item.arity
             args = out[len(out) - n:]
             del out[len(out) - n:]
-            out.append(Cons(args[0], args[1]) if item.name is None else Struct(item.name, tuple(args)))
+            out.append(Cons(args[0], args[1]) if item.name is None else Struct(mkatom(item.name), tuple(args)))
         elif ti is GlobalRef:
             out.append(resolve(item))
+        elif ti is str:
+            out.append(mkatom(item))  # rules compare atoms by identity; unpickled text is new
         else:
             out.append(item)
     assert len(out) == 1, "malformed packed term"

@@ -1,0 +1,39 @@
+"""One suite across back ends (STYLE.md, after Lark's): every example program prints the same
+output on 1 PE, on 16 simulated PEs over several topologies, and under `mpiexec -n 2` and `-n 4`."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLES, ROOT, expected_output, run_program
+
+PROGRAMS = sorted(EXAMPLES.glob("*.par"))
+MPIEXEC = shutil.which("mpiexec")
+
+
+@pytest.mark.parametrize("topology", ["mesh:4x4", "torus:4x4", "ring", "hypercube"])
+@pytest.mark.parametrize("path", PROGRAMS, ids=[p.stem for p in PROGRAMS])
+def test_sixteen_simulated_pes(path, topology):
+    out, _ = run_program(path.read_text(), file=str(path), pes=16, topology=topology)
+    assert out == expected_output(path)
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not installed")
+@pytest.mark.parametrize("ranks", [2, 4])
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)
+def test_mpi_ranks(path, ranks):
+    r = subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, "-m", "hpgrem.cli", "run", str(path)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == expected_output(path)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_simulation_is_deterministic_for_a_seed(seed):
+    path = EXAMPLES / "queens.par"
+    runs = [run_program(path.read_text(), pes=8, topology="ring", seed=seed) for _ in range(2)]
+    assert runs[0] == runs[1]
