@@ -64,7 +64,7 @@ class Machine:
 
     def __init__(self, module: Module, *, stream=None, pes: int = 1, topology: str | None = None,
                  seed: int = 0, max_steps: int | None = None, timeout: float | None = None,
-                 costs: CostModel = DEFAULT, comm=None):
+                 costs: CostModel = DEFAULT, comm=None, jitter: float = 0.0):
         if module.entry is None:
             raise ValueError("the module has no entry goal")
         self.module = module
@@ -76,7 +76,7 @@ class Machine:
         if comm is not None:
             pes = comm.Get_size()
         self.topology = parse_topology(topology, pes)
-        self.sim = Simulation(self.topology, costs) if pes > 1 and comm is None else None
+        self.sim = Simulation(self.topology, costs, jitter, seed) if pes > 1 and comm is None else None
         compiler = rules.RuleCompiler(module)
         self.pes: list[PE] = []
         self.procs: list[dict] = []

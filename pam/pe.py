@@ -14,7 +14,7 @@ from collections import deque
 from pam.errors import Deadlock, LimitExceeded, ProgramFailure
 from pam.stats import PEStats
 from pam.task import MOVED, AndGroup, Placed, Seq, Task
-from pam.terms import Struct, Var
+from pam.terms import Struct, Var, unbound_vars
 from pam.unify import unify
 from pam.write import write_term
 
@@ -239,7 +239,7 @@ class PE:
         goals = []
         for t in list(self.suspended)[:limit]:
             if self.net is not None:
-                self.net.name_variables(t.waits or [], names)
+                self.net.name_variables(unbound_vars(t.args), names)
             text = self.goal_text(t, names)
             waits = list(dict.fromkeys(write_term(v, names) for v in t.waits or []))
             goals.append((text, t.site, waits, self.number))

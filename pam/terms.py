@@ -132,3 +132,18 @@ def first_unbound_from(stack: list):
         elif tx is Struct:
             stack.extend(reversed(x.args))
     return None
+
+
+def unbound_vars(terms) -> list:
+    """The unbound variables of `terms`, in order of first appearance."""
+    found: dict[int, Var] = {}
+    stack = list(reversed(terms))
+    while stack:
+        x = deref(stack.pop())
+        if type(x) is Var:
+            found.setdefault(id(x), x)
+        elif type(x) is Cons:
+            stack += [x.tail, x.head]
+        elif type(x) is Struct:
+            stack.extend(reversed(x.args))
+    return list(found.values())

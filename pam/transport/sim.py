@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import random
 
 from pam.costs import DEFAULT, CostModel
 from pam.transport import Message
@@ -34,9 +35,13 @@ class SimTransport:
 class Simulation:
     """The event loop over the PEs' clocks and the links between them."""
 
-    def __init__(self, topology, costs: CostModel = DEFAULT):
+    def __init__(self, topology, costs: CostModel = DEFAULT, jitter: float = 0.0, seed: int = 0):
         self.topology = topology
         self.costs = costs
+        # Tests stretch each hop by a random factor up to 1 + jitter: termination detection and
+        # the protocols must not depend on timing (seeded, so still deterministic).
+        self.jitter = jitter
+        self.rng = random.Random(seed)
         self.clock = [0.0] * topology.pes
         self.outbox: list[list[Message]] = [[] for _ in range(topology.pes)]
         self.link_free: dict[tuple[int, int], float] = {}
@@ -70,7 +75,10 @@ class Simulation:
         for a, b in zip(path, path[1:]):
             start = max(t, self.link_free.get((a, b), 0.0))
             busy = c.byte_both_ways if self.link_free.get((b, a), 0.0) > start else c.byte_one_way
-            t = start + c.hop_startup + m.nbytes * busy
+            hop = c.hop_startup + m.nbytes * busy
+            if self.jitter:
+                hop *= 1 + self.jitter * self.rng.random()
+            t = start + hop
             self.link_free[(a, b)] = t
         m.hops = path
         self.in_flight += 1
