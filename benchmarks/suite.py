@@ -77,10 +77,55 @@ def _timed(name: str, file: str, peer_name: str) -> list[Row]:
             Row(name, "reductions_per_s", reductions / seconds, "reductions/s")]
 
 
+def bench_speedup16() -> list[Row]:
+    """Virtual-time speedup on 16 simulated PEs (mesh:4x4) against one PE."""
+    rows = []
+    for name in ("queens10", "fib24"):
+        path = HERE / "parlog" / f"{name}.par"
+        one = _virtual_time(path, 1)
+        rows.append(Row(f"{name}@16", "speedup", one / _virtual_time(path, 16, "mesh:4x4"), "x"))
+    return rows
+
+
+def _virtual_time(path: Path, pes: int, topology: str | None = None) -> float:
+    from frontend.parlog import compile_program
+    from hpgrem.passes import pipeline, run_passes
+    from pam.machine import Machine
+    module = run_passes(compile_program(path.read_text(), str(path)), pipeline(1))
+    return Machine(module, stream=io.StringIO(), pes=pes, topology=topology).run().stats.time
+
+
+def bench_mpi2() -> list[Row]:
+    """Real speedup: the run's wall time on one PE against `mpiexec -n 2` (start-up excluded:
+    both are the `time` the run reports)."""
+    mpiexec = shutil.which("mpiexec")
+    if mpiexec is None:
+        return []
+    path = HERE / "parlog" / "queens10.par"
+    from frontend.parlog import compile_program
+    from hpgrem.passes import pipeline, run_passes
+    from pam.machine import Machine
+    module = run_passes(compile_program(path.read_text(), str(path)), pipeline(1))
+    began = time.perf_counter()
+    Machine(module, stream=io.StringIO()).run()
+    one = time.perf_counter() - began
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        stats = Path(tmp) / "stats.json"
+        r = subprocess.run([mpiexec, "-n", "2", sys.executable, "-m", "hpgrem.cli", "run", str(path),
+                            "--stats-json", str(stats)], capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            raise RuntimeError(f"mpiexec run failed: {r.stderr.strip()}")
+        two = json.loads(stats.read_text())["time"]
+    return [Row("queens10@mpi2", "speedup", one / two, "x")]
+
+
 BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "nrev30": bench_nrev30,
     "queens8": lambda: _timed("queens8", "queens.par", "queens"),
     "primes": lambda: _timed("primes", "primes.par", "primes"),
+    "speedup16": bench_speedup16,
+    "mpi2": bench_mpi2,
 }
 
 
