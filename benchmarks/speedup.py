@@ -4,15 +4,10 @@ PEs, for three programs on three topologies. Run: `python -m benchmarks.speedup 
 
 from __future__ import annotations
 
-import io
 import sys
 import time
-from pathlib import Path
 
-from benchmarks.suite import HERE
-from frontend.parlog import compile_program
-from hpgrem.passes import pipeline, run_passes
-from pam.machine import Machine
+from benchmarks.suite import HERE, virtual_time
 
 PROGRAMS = {"queens10": HERE / "parlog" / "queens10.par", "fib24": HERE / "parlog" / "fib24.par",
             "primes": HERE / "parlog" / "primes.par"}
@@ -20,17 +15,11 @@ TOPOLOGIES = ["mesh", "ring", "hypercube"]
 PES = [1, 2, 4, 8, 16, 32, 64]
 
 
-def virtual_time(path: Path, pes: int, topology: str) -> float:
-    module = run_passes(compile_program(path.read_text(), str(path)), pipeline(1))
-    spec = topology if pes > 1 else None
-    return Machine(module, stream=io.StringIO(), pes=pes, topology=spec).run().stats.time
-
-
 def speedup(program: str, pes: int, topology: str, base: dict) -> float:
     path = PROGRAMS[program]
     if program not in base:
-        base[program] = virtual_time(path, 1, "mesh")
-    return base[program] / virtual_time(path, pes, topology)
+        base[program] = virtual_time(path, 1)
+    return base[program] / virtual_time(path, pes, topology if pes > 1 else None)
 
 
 def main() -> None:

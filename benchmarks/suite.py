@@ -82,12 +82,13 @@ def bench_speedup16() -> list[Row]:
     rows = []
     for name in ("queens10", "fib24"):
         path = HERE / "parlog" / f"{name}.par"
-        one = _virtual_time(path, 1)
-        rows.append(Row(f"{name}@16", "speedup", one / _virtual_time(path, 16, "mesh:4x4"), "x"))
+        one = virtual_time(path, 1)
+        rows.append(Row(f"{name}@16", "speedup", one / virtual_time(path, 16, "mesh:4x4"), "x"))
     return rows
 
 
-def _virtual_time(path: Path, pes: int, topology: str | None = None) -> float:
+def virtual_time(path: Path, pes: int, topology: str | None = None) -> float:
+    """The virtual time of a program's run on `pes` simulated PEs."""
     from frontend.parlog import compile_program
     from hpgrem.passes import pipeline, run_passes
     from pam.machine import Machine

@@ -3,6 +3,7 @@ simulated links, and termination detection under random delays."""
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 import sys
@@ -11,7 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.suite import virtual_time
 from conftest import EXAMPLES, ROOT, expected_output, hpgrem, run_program
+from frontend.parlog import compile_program
+from hpgrem.passes import pipeline, run_passes
+from pam.machine import Machine
 from pam.errors import Deadlock, ProgramFailure
 from pam.topology import parse_topology
 from pam.transport import Message
@@ -45,30 +50,20 @@ def test_deadlock_across_pes_lists_goals_pes_and_variables():
 def test_placement_runs_goals_where_asked_and_output_still_reaches_pe_0():
     prog = ("mode count(?, ^).\ncount(0, done).\ncount(N, D) <- N > 0 : N1 is N - 1, count(N1, D).\n"
             "main <- count(1000, A) @ 5, count(10, B) @ east, write(A/B) & nl.\n")
-    from frontend.parlog import compile_program
-    from hpgrem.passes import pipeline, run_passes
-    from pam.machine import Machine
-    import io
-    out = io.StringIO()
-    result = Machine(run_passes(compile_program(prog, "p.par"), pipeline(1)), stream=out, pes=9,
-                     topology="mesh:3x3").run()
-    assert out.getvalue() == "done/done\n"
+    m = machine(prog, pes=9, topology="mesh:3x3")
+    result = m.run()
+    assert m.output.stream.getvalue() == "done/done\n"
     per_pe = {p.pe: p.reductions for p in result.stats.per_pe}
     assert per_pe[5] >= 1000 and per_pe[1] >= 10  # east of PE 0 on a 3x3 mesh is PE 1
 
 
 def test_remote_reads_and_binds_cross_pes_and_exports_are_freed():
-    from frontend.parlog import compile_program
-    from hpgrem.passes import pipeline, run_passes
-    from pam.machine import Machine
-    import io
     path = EXAMPLES / "server.par"
-    machine = Machine(run_passes(compile_program(path.read_text(), str(path)), pipeline(1)),
-                      stream=io.StringIO(), pes=16)
-    result = machine.run()
+    m = machine(path.read_text(), pes=16)
+    result = m.run()
     assert sum(p.sent for p in result.stats.per_pe) > 0
     # weighted reference counting: every exported variable came home
-    assert sum(len(pe.net.exports) for pe in machine.pes) == 0
+    assert sum(len(pe.net.exports) for pe in m.pes) == 0
 
 
 def test_goal_bindings_are_fetched_from_other_pes():
@@ -80,18 +75,11 @@ def test_goal_bindings_are_fetched_from_other_pes():
 def test_sixteen_pe_speedup_on_ten_queens_is_at_least_ten():
     """Virtual time, so this is deterministic (acceptance: speedup >= 10 on mesh:4x4)."""
     path = EXAMPLES / "queens10.par"
-    one = _virtual_time(path, 1)
-    sixteen = _virtual_time(path, 16)
-    assert one / sixteen >= 10
+    assert virtual_time(path, 1) / virtual_time(path, 16, "mesh:4x4") >= 10
 
 
-def _virtual_time(path, pes):
-    from frontend.parlog import compile_program
-    from hpgrem.passes import pipeline, run_passes
-    from pam.machine import Machine
-    import io
-    module = run_passes(compile_program(path.read_text(), str(path)), pipeline(1))
-    return Machine(module, stream=io.StringIO(), pes=pes, topology="mesh:4x4" if pes == 16 else None).run().stats.time
+def machine(text: str, **options) -> Machine:
+    return Machine(run_passes(compile_program(text, "t.par"), pipeline(1)), stream=io.StringIO(), **options)
 
 
 @given(st.lists(st.tuples(st.integers(0, 15), st.integers(0, 15), st.integers(1, 400),
@@ -123,15 +111,10 @@ def test_messages_between_two_pes_arrive_in_the_order_sent(sends, topology):
 def test_termination_is_detected_correctly_under_random_delays(seed, jitter, name):
     """Safra's algorithm must neither stop early (output would be missing, or a false deadlock)
     nor hang, whatever the delays."""
-    from frontend.parlog import compile_program
-    from hpgrem.passes import pipeline, run_passes
-    from pam.machine import Machine
-    import io
     path = EXAMPLES / f"{name}.par"
-    out = io.StringIO()
-    Machine(run_passes(compile_program(path.read_text(), str(path)), pipeline(1)), stream=out,
-            pes=6, topology="ring", seed=seed, jitter=jitter).run()
-    assert out.getvalue() == expected_output(path)
+    m = machine(path.read_text(), pes=6, topology="ring", seed=seed, jitter=jitter)
+    m.run()
+    assert m.output.stream.getvalue() == expected_output(path)
 
 
 @pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not installed")
