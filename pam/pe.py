@@ -203,16 +203,16 @@ class PE:
                         park(t, r)
                     break
                 if calls >= next_check:
+                    if limit is not None and calls >= limit:
+                        raise LimitExceeded(f"step limit reached after {self.max_steps} steps "
+                                            f"(--max-steps {self.max_steps})")
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise LimitExceeded(f"time limit of {self.timeout:g} s reached (--timeout)")
                     if budget is not None and calls >= budget:
                         break
                     next_check = calls + check_every
                     if limit is not None:
                         next_check = min(next_check, limit)
-                        if calls >= limit:
-                            raise LimitExceeded(f"step limit reached after {self.max_steps} steps "
-                                                f"(--max-steps {self.max_steps})")
-                    if deadline is not None and time.monotonic() > deadline:
-                        raise LimitExceeded(f"time limit of {self.timeout:g} s reached (--timeout)")
         except ProgramFailure as failure:
             if failure.goal is None and t is not None:
                 failure.goal = self.goal_text(t)

@@ -136,3 +136,13 @@ def test_a_deadlock_under_mpi_is_reported_by_rank_0(tmp_path):
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 3
     assert "(on PE 1)" in r.stderr and "(on PE 0)" in r.stderr
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not installed")
+@pytest.mark.parametrize("limit", [["--timeout", "1"], ["--max-steps", "5000"]])
+def test_a_limit_under_mpi_stops_every_rank(limit, tmp_path):
+    path = tmp_path / "loop.par"
+    path.write_text("mode loop(?).\nloop(N) <- N1 is N + 1, loop(N1).\nmain <- loop(0).\n")
+    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.cli", "run", str(path), *limit],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 4 and "limit" in r.stderr
