@@ -11,7 +11,7 @@ from pam.arith import ArithError, compare, evaluate
 from pam.costs import DEFAULT
 from pam.errors import Halt, ProgramFailure
 from pam.task import MOVED, Seq, Task
-from pam.terms import (CONS_NAME, NIL, Cons, Struct, Var, args_of, deref, first_unbound, first_unbound_from, from_list,
+from pam.terms import (NIL, Cons, Struct, Var, args_of, deref, first_unbound, first_unbound_from, from_list,
                        functor_of, make_struct, mkatom, to_list)
 from pam.unify import match_eq
 from pam.write import write_term
@@ -333,4 +333,4 @@ def parse_number(text: str):
         return None
 
 
-__all__ = ["INLINE", "build", "parse_number", "task_proc", "CONS_NAME", "Cons"]
+__all__ = ["INLINE", "arith_test", "build", "parse_number", "task_proc"]

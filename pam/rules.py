@@ -12,7 +12,7 @@ debuggers can look at it (`RuleCompiler.source`).
 
 from __future__ import annotations
 
-from hpgrem.ir import (Atom, Call, Clause, Conj, Float, Int, Module, Relation, Struct, Term, Var,
+from hpgrem.ir import (Atom, Call, Clause, Float, Int, Module, Relation, Struct, Term, Var,
                        calls_in)
 from pam import primitives
 from pam.costs import clause_instructions

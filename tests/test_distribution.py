@@ -17,7 +17,7 @@ from conftest import EXAMPLES, ROOT, expected_output, hpgrem, run_program
 from frontend.parlog import compile_program
 from hpgrem.passes import pipeline, run_passes
 from pam.machine import Machine
-from pam.errors import Deadlock, ProgramFailure
+from pam.errors import Deadlock
 from pam.topology import parse_topology
 from pam.transport import Message
 from pam.transport.sim import Simulation

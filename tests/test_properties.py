@@ -231,7 +231,6 @@ def test_one_way_matching_never_binds_the_call(data):
     """Calling a relation whose input pattern is a random term with random call arguments either
     commits (and then the call's variables are exactly as unify-with-a-copy would leave them for
     the matched part: unbound) or suspends; it never binds a variable of the call."""
-    from conftest import run_program
     pattern = data.draw(runtime_terms(leaf=st.one_of(ATOMIC, st.sampled_from(["$V1", "$V2"]))))
     text = canonical(pattern).replace("'$V1'", "V1").replace("'$V2'", "V2")
     terms, pool = with_vars()

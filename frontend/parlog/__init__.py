@@ -9,7 +9,7 @@ from frontend.diagnostics import CompileError, Diagnostic
 from frontend.parlog.check import PRELUDE_PREFIX, collect_relations, resolve
 from frontend.parlog.lower import lower_clause
 from frontend.parlog.parser import parse_goal, parse_program
-from hpgrem.ir import Entry, Module, Relation, Struct, term_vars
+from hpgrem.ir import Atom, Entry, Module, Relation, Struct, term_vars
 
 PRELUDE_FILE = Path(__file__).parent / "prelude.par"
 
@@ -51,7 +51,7 @@ def _goal_relation(goal: str, diagnostics: list[Diagnostic]) -> Relation | None:
     """`--goal 'Conj'` becomes `'$goal'(V1..Vn) <- Conj` with every Vi an output."""
     body = parse_goal(goal)
     names = [v for v in term_vars(body) if not v.name.startswith("_")]
-    raw = lower_clause(Struct("<-", (Struct("$goal", tuple(names)) if names else _atom("$goal"), body),
+    raw = lower_clause(Struct("<-", (Struct("$goal", tuple(names)) if names else Atom("$goal"), body),
                               body.span), diagnostics)
     if raw is None:
         return None
@@ -62,11 +62,6 @@ def _goal_relation(goal: str, diagnostics: list[Diagnostic]) -> Relation | None:
 def _goal_outputs(rel: Relation) -> list[str]:
     clause = rel.groups[0][0]
     return [v.name for a in clause.head for v in term_vars(a)]
-
-
-def _atom(name: str):
-    from hpgrem.ir import Atom
-    return Atom(name)
 
 
 __all__ = ["CompileError", "compile_program", "prelude"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from frontend.diagnostics import Diagnostic
-from frontend.parlog.lower import RawClause, lower_clause
-from frontend.parlog.parser import ClauseItem, Directive, Item, ModeDecl
+from frontend.parlog.lower import lower_clause
+from frontend.parlog.parser import Directive, Item, ModeDecl
 from hpgrem.ir import Body, Call, Clause, Conj, Relation, Span, Struct, Var, term_vars
 from hpgrem.primitives import PRIMITIVES
 
