@@ -15,8 +15,8 @@ from __future__ import annotations
 from hpgrem.ir import (Atom, Call, Clause, Float, Int, Module, Relation, Struct, Term, Var,
                        calls_in)
 from pam import primitives
-from pam.costs import clause_instructions
 from pam.errors import ProgramFailure
+from pam.grain import branching_relations, relation_cost
 from pam.task import Placed, Seq, Task
 from pam.terms import Cons
 from pam.terms import Struct as RStruct
@@ -73,16 +73,6 @@ def is_ground(term: Term) -> bool:
         if isinstance(t, Struct):
             stack.extend(t.args)
     return True
-
-
-def depth(term: Term) -> int:
-    best, stack = 0, [(term, 1)]
-    while stack:
-        t, d = stack.pop()
-        best = max(best, d)
-        if isinstance(t, Struct):
-            stack.extend((a, d + 1) for a in t.args)
-    return best
 
 
 class _Emitter:
@@ -180,51 +170,6 @@ class RuleCompiler:
         needs = tuple(i for i, m in enumerate(rel.modes)
                       if m == "?" and any(not isinstance(c.head[i], Var) for g in rel.groups for c in g))
         e(f"{self.proc_names[rel.key]}.needs = {needs!r}")
-
-
-def _nodes(terms) -> int:
-    n, stack = 0, list(terms)
-    while stack:
-        t = stack.pop()
-        n += 1
-        if isinstance(t, Struct):
-            stack.extend(t.args)
-    return n
-
-
-def branching_relations(module: Module) -> set[str]:
-    """Relations whose calls can fan out into unbounded work: some clause of their recursive
-    group calls the group twice or more (fib, a search tree). Only their calls are worth
-    sending to another PE: this is the compile-time grain estimate, and everything else
-    (linear recursion like append, bounded work) stays local."""
-    import networkx as nx
-    graph = nx.DiGraph()
-    for key, rel in module.relations.items():
-        graph.add_node(key)
-        for group in rel.groups:
-            for c in group:
-                for call in calls_in(c.body):
-                    if call.target in module.relations:
-                        graph.add_edge(key, call.target)
-    out: set[str] = set()
-    for component in nx.strongly_connected_components(graph):
-        fans_out = any(
-            sum(call.target in component for call in calls_in(c.body)) >= 2
-            for key in component for g in module.relations[key].groups for c in g)
-        if fans_out:
-            out |= component
-    return out
-
-
-def relation_cost(rel: Relation) -> int:
-    """Instructions of one reduction of `rel` for the cost model: the mean over its clauses."""
-    costs = []
-    for group in rel.groups:
-        for c in group:
-            calls = calls_in(c.body)
-            costs.append(clause_instructions(_nodes(c.head), len(c.guard),
-                                             _nodes(a for call in calls for a in call.args), len(calls)))
-    return round(sum(costs) / len(costs))
 
 
 class _ClauseCode:
