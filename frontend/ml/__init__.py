@@ -20,6 +20,10 @@ an error in chunk k leaves chunks 1..k-1 to run. A runner does:
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from frontend.diagnostics import CompileError, Diagnostic
 from frontend.ml.declarations import TopLevel
 from frontend.ml.lexer import SourceChunk, split_chunks
@@ -38,11 +42,28 @@ class Elaborator:
 
     def chunk(self, source: SourceChunk) -> Chunk:
         """Parse and elaborate one chunk; raises CompileError with all its errors."""
-        return self.top.chunk(parse_chunk(source, self.file))
+        try:
+            with _deep_nesting():
+                return self.top.chunk(parse_chunk(source, self.file))
+        except RecursionError:
+            raise CompileError([Diagnostic(source.span, "this part of the program is nested too deeply "
+                                                        "to compile")]) from None
 
     def value_type(self, name: str) -> Scheme | None:
         """The type scheme of a top-level value bound so far."""
         return self.top.value_type(name)
+
+
+@contextmanager
+def _deep_nesting() -> Iterator[None]:
+    """Parsing and elaboration recurse on the nesting of the program: allow about a thousand
+    levels (Python's default stops near three hundred), within what the C stack bears."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 12000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
 
 
 def elaborate_program(text: str, file: str) -> Program:

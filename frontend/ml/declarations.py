@@ -16,13 +16,14 @@ import dataclasses
 from itertools import count
 
 from frontend.diagnostics import CompileError, Diagnostic
-from frontend.ml import basis, match as m
+from frontend.ml import basis
+from frontend.ml import match as m
 from frontend.ml import syntax as s
 from frontend.ml import typed as t
 from frontend.ml.elaborate import ExpChecker
 from frontend.ml.env import ConBinding, ExnBinding, Scope, TypeFun, VarBinding, elaborate_ty
-from frontend.ml.types import (REF, Constructor, Scheme, TCon, TGen, TRecord, TRigid, TVar, TyCon, Type, arrow, free_vars,
-                               generalize, lower_levels, mono, prune, resolve)
+from frontend.ml.types import (REF, Constructor, Scheme, TCon, TGen, TRecord, TRigid, TVar, TyCon, Type,
+                               arrow, free_vars, generalize, lower_levels, mono, prune, resolve, unify)
 
 _NONREBINDABLE = {"true", "false", "nil", "::", "ref"}
 
@@ -155,11 +156,13 @@ class Checker(ExpChecker):
                 if len(clause.args) != arity:
                     self.error(clause.span, f"clauses of {name} have different numbers of arguments")
             args, result = [self.fresh() for _ in range(arity)], self.fresh()
+            curried = result
+            for arg in reversed(args):
+                curried = arrow(arg, curried)
+            unify(ty, curried)  # before the clauses: a misuse of f in them is reported there
             rules = [self.rule(c.args, tuple(args), c.body, result, inner, c.span, c.result)
                      for c in b.clauses if len(c.args) == arity]
-            fn = self.function(args, result, rules, b.span)
-            self.expect(ty, fn.type, b.span)
-            fns.append((var, fn))
+            fns.append((var, self.function(args, result, rules, b.span)))
         self.level -= 1
         return self.bind_recursive(entries, fns, scope, rigids, d.span)
 

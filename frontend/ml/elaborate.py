@@ -16,13 +16,15 @@ from __future__ import annotations
 from itertools import count
 
 from frontend.diagnostics import Diagnostic
-from frontend.ml import basis, match as m
+from frontend.ml import basis
+from frontend.ml import match as m
 from frontend.ml import syntax as s
 from frontend.ml import typed as t
-from frontend.ml.env import BasisBinding, ConBinding, ExnBinding, Scope, ValueBinding, VarBinding, elaborate_ty
-from frontend.ml.types import (ARROW, CHAR_T, EXN_T, INT_T, REAL_T, REF, STRING_T, UNIT, Mismatch, Scheme, TCon,
-                               TRecord, TRigid, TVar, Type, TypeNames, arrow, instantiate, label_key, mono, prune,
-                               record_type, show, tuple_type, unify)
+from frontend.ml.env import (BasisBinding, ConBinding, ExnBinding, Scope, ValueBinding, VarBinding,
+                             elaborate_ty)
+from frontend.ml.types import (ARROW, CHAR_T, EXN_T, INT_T, REAL_T, REF, STRING_T, UNIT, Mismatch, Scheme,
+                               TCon, TRecord, TRigid, TVar, Type, TypeNames, arrow, instantiate, label_key,
+                               mono, prune, record_type, show, tuple_type, unify)
 from hpgrem.ir import Span
 
 _CONST_TYPES = {"int": INT_T, "real": REAL_T, "string": STRING_T, "char": CHAR_T}
@@ -60,7 +62,7 @@ class ExpChecker:
         return ty
 
     def ty(self, ty: s.Ty, scope: Scope) -> Type:
-        return elaborate_ty(ty, scope, dict(self.rigids), self.errors, basis.unsupported)
+        return elaborate_ty(ty, scope, dict(self.rigids), self.errors, basis.unsupported, self.fresh)
 
     def expect(self, expected: Type, found: Type, span: Span) -> bool:
         """Unify, reporting a failure at `span` in terms of both whole types."""

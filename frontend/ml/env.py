@@ -80,17 +80,18 @@ class Scope:
 
 
 def elaborate_ty(ty: s.Ty, scope: Scope, tyvars: dict[str, Type], errors: list[Diagnostic],
-                 unsupported=None) -> Type:
+                 unsupported=None, placeholder=None) -> Type:
     """The type a type expression denotes. `tyvars` gives the meaning of its type variables;
     an unknown one, an unbound type constructor or a wrong number of arguments is reported in
-    `errors` (the result then uses `unit` in its place). `unsupported(name)` may explain an
-    unbound name."""
+    `errors` (the result then has `placeholder()`, by default `unit`, in its place).
+    `unsupported(name)` may explain an unbound name."""
+    stand_in = placeholder or (lambda: record_type({}))
 
     def go(t: s.Ty) -> Type:
         if isinstance(t, s.TyVar):
             if t.name not in tyvars:
                 errors.append(Diagnostic(t.span, f"unbound type variable {t.name}"))
-                return record_type({})
+                return stand_in()
             return tyvars[t.name]
         if isinstance(t, s.TyTuple):
             return tuple_type([go(i) for i in t.items])
@@ -103,11 +104,11 @@ def elaborate_ty(ty: s.Ty, scope: Scope, tyvars: dict[str, Type], errors: list[D
         if binding is None:
             reason = unsupported(t.name) if unsupported else None
             errors.append(Diagnostic(t.span, reason or f"unbound type constructor: {t.name}"))
-            return record_type({})
+            return stand_in()
         if binding.arity != len(args):
             errors.append(Diagnostic(t.span, f"type constructor {t.name} takes {binding.arity} "
                                              f"type argument(s), but is given {len(args)}"))
-            return record_type({})
+            return stand_in()
         if isinstance(binding, TypeFun):
             return substitute(binding.body, list(args))
         return TCon(binding, args)

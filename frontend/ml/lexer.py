@@ -10,8 +10,8 @@ tokens so that the parser reports them, in position order, as "not supported".
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from lark import Token
 

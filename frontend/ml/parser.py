@@ -286,7 +286,7 @@ class _Build(Transformer):
         return s.PAnnot(c[0], c[1], c[0].span)
 
     def pat_infix(self, c):
-        left, op, right = c
+        left, _, right = c
         return s.PCon("::", s.PTuple((left, right), left.span), left.span)
 
     def pat_con(self, c):
@@ -334,16 +334,14 @@ class _Build(Transformer):
         return (c[0], c[1])
 
     def patrow_pun(self, c):
-        name = c[0]
-        pat: s.Pat = s.PVar(str(name), self._span(name))
-        rest = c[1:]
-        if len(rest) == 2 or (rest and isinstance(rest[0], s.Ty)):
-            pat = s.PAnnot(pat, rest[0], pat.span)
-        if rest and not isinstance(rest[-1], s.Ty):
-            inner = rest[-1]
-            pat = s.PLayer(str(name), inner if len(rest) == 1 else s.PAnnot(inner, rest[0], inner.span),
-                           self._span(name))
-        return (str(name), pat)
+        """`{x}`, `{x : ty}`, `{x as p}`, `{x : ty as p}`: the label also names a variable."""
+        name, span = str(c[0]), self._span(c[0])
+        ty = next((x for x in c[1:] if isinstance(x, s.Ty)), None)
+        inner = next((x for x in c[1:] if not isinstance(x, s.Ty)), None)
+        if inner is not None:
+            return name, s.PLayer(name, inner if ty is None else s.PAnnot(inner, ty, inner.span), span)
+        var = s.PVar(name, span)
+        return name, var if ty is None else s.PAnnot(var, ty, span)
 
     def _check_labels(self, fields) -> None:
         seen = set()
@@ -379,12 +377,12 @@ class _Build(Transformer):
         return s.TyTuple(tuple(c), c[0].span)
 
     def ty_con1(self, c):
-        arg, (name, span) = c
+        arg, (name, _) = c
         return s.TyCon(name, (arg,), arg.span)
 
     @v_args(meta=True)
     def ty_conn(self, meta, c):
-        *args, (name, span) = c
+        *args, (name, _) = c
         return s.TyCon(name, tuple(args), self._span(meta))
 
     def ty_var(self, c):

@@ -3,8 +3,8 @@
 Names are resolved: every variable the program binds is a `Var` (unique `id` in the program), a
 basis value is a `BasisRef` naming an entry of `basis.VALUES`, a constructor is a `Constructor`,
 an exception an `ExnName`. Every expression carries its `type` (a resolved `types.Type`: no
-linked `TVar`s; an unlinked `TVar` left in a type is a variable the value is polymorphic in) and
-the `span` it came from. Derived forms are gone: `andalso`/`orelse` are `If`s, lists are `::`/`nil`
+linked `TVar`s; an unlinked `TVar`, or a `TRigid` written `'a` by the user, is a type variable
+the value is polymorphic in) and the `span` it came from. Derived forms are gone: `andalso`/`orelse` are `If`s, lists are `::`/`nil`
 constructor applications, infix operators are applications of their value to a pair, `e : ty` is
 `e`, `local` and `val ... and ...` are flattened into declarations in order. Every match (`fn`,
 `case`, `handle`, `fun` clauses, `val` patterns) is a decision `Tree` over `Path`s.

@@ -202,9 +202,8 @@ def _bind(v: TVar, t: Type) -> None:
         v.link = t
         return
     _occurs_and_levels(v, t)
-    if v.overload is not None:
-        if not (isinstance(t, TCon) and t.con in v.overload):
-            raise Mismatch("overload", v.overload)
+    if v.overload is not None and not (isinstance(t, TCon) and t.con in v.overload):
+        raise Mismatch("overload", v.overload)
     if v.fields is not None:
         if not isinstance(t, TRecord):
             raise Mismatch("record")
