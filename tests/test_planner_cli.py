@@ -110,7 +110,7 @@ def test_usage_errors_exit_2_with_one_line(capsys, argv, message):
         return
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert err.startswith("hpgrem plan: error: ") and message in err and err.count("\n") == 1
     assert "Traceback" not in err
 
 

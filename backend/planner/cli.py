@@ -229,7 +229,7 @@ def main(argv: list[str]) -> int:
         else:
             output = run_plan(args, model, gpus, hw)
     except PlanError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"hpgrem plan: error: {error}", file=sys.stderr)
         return 2
     print(output)
     return 0
