@@ -321,8 +321,10 @@ class Net:
     # -- receiving ----------------------------------------------------------------------------
     def receive(self, m: Message) -> None:
         kind = m.kind
-        self.pe.stats.received += 1
-        self.pe.stats.hops += len(m.hops) - 1
+        stats = self.pe.stats
+        stats.received += 1
+        stats.bytes_received += m.nbytes
+        stats.hops += len(m.hops) - 1
         if kind not in CONTROL:
             self.safra.received()
         if kind == "SPAWN":

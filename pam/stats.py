@@ -16,6 +16,7 @@ class PEStats:
     sent: int = 0
     received: int = 0
     bytes_sent: int = 0
+    bytes_received: int = 0
     hops: int = 0
     steals: int = 0
     busy_time: float = 0.0
@@ -55,8 +56,8 @@ class RunStats:
     def table(self) -> str:
         data = self.to_json()
         head = ["pe", "reductions", "suspensions", "resumptions", "sent", "received", "bytes_sent",
-                "hops", "steals", "idle_share", "busy_time"]
-        lines = ["  ".join(f"{h:>11}" for h in head)]
+                "bytes_received", "hops", "steals", "idle_share", "busy_time"]
+        lines = ["  ".join(f"{h:>14}" for h in head)]
         for row in data["per_pe"]:
             lines.append("  ".join(_cell(row[h]) for h in head))
         lines.append(f"total: {data['reductions']} reductions in {data['time']:.6f} s ({self.mode}), "
@@ -69,5 +70,5 @@ class RunStats:
 
 def _cell(x) -> str:
     if isinstance(x, float):
-        return f"{x:>11.4f}"
-    return f"{x:>11}"
+        return f"{x:>14.6f}"
+    return f"{x:>14}"
