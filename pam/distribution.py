@@ -92,12 +92,12 @@ class Net:
     def export_var(self, var: Var) -> GlobalRef:
         """The global name of an unbound variable here (a proxy names its owner's variable)."""
         remote = var.susp
-        if type(remote) is RemoteWaiters:
+        if type(remote) is RemoteWaiters and remote.weight > 1:
             share = remote.weight // 2
-            if share == 0:  # weight exhausted: pass it on whole-less; the owner keeps the entry
-                return GlobalRef(remote.owner, remote.ident, 0)
             remote.weight -= share
             return GlobalRef(remote.owner, remote.ident, share)
+        # A local variable, or a proxy whose weight cannot be halved any more: then this PE
+        # exports the proxy itself as an indirection (reads and binds pass through it).
         ident = self.export_ident.get(id(var))
         if ident is None:
             ident = self.next_ident

@@ -503,7 +503,7 @@ class _ClauseCode:
 
 
 def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
-    """The step functions of `module` bound to `pe`, by relation key."""
+    """The step functions of `module` bound to `pe`, by relation or primitive key."""
     rc = rc or RuleCompiler(module)
     procs: dict = {}
 
@@ -543,5 +543,6 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
     namespace: dict = {}
     exec(compile(rc.source, f"<rules of {module.source}>", "exec"), namespace)
     procs.update(namespace["make"](runtime))
-    return procs
+    # A task that travels to another PE is named by its key: primitives' too (`X = a @ 3`).
+    return {**prims["procs"], **procs}
 

@@ -146,3 +146,24 @@ def test_a_limit_under_mpi_stops_every_rank(limit, tmp_path):
     r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.cli", "run", str(path), *limit],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 4 and "limit" in r.stderr
+
+
+def test_a_proxy_with_exhausted_weight_is_passed_on_as_an_indirection(monkeypatch):
+    """Weighted reference counting when a reference can no longer be split: the holder exports
+    its proxy itself, and values still flow (Bevan 1987)."""
+    import pam.distribution as distribution
+    monkeypatch.setattr(distribution, "INITIAL_WEIGHT", 2)
+    prog = ("mode p(?).\np(X) <- q(X) @ 2, q(X) @ 3, q(X) @ 0.\nmode q(?).\nq(go) <- write(ok).\n"
+            "main <- p(X) @ 1, X = go.\n")
+    exported = []
+    export_var = distribution.Net.export_var
+
+    def spy(net, var):
+        if type(var.susp) is distribution.RemoteWaiters and var.susp.weight <= 1:
+            exported.append(net.pe.number)
+        return export_var(net, var)
+
+    monkeypatch.setattr(distribution.Net, "export_var", spy)
+    out, _ = run_program(prog, pes=4, topology="ring")
+    assert out == "okokok"
+    assert exported  # the indirection was taken
