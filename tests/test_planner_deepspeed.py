@@ -69,4 +69,4 @@ def test_cli_estimator_json(capsys):
 
 def test_cli_estimator_needs_zero_2_or_3(capsys):
     assert main(["--params", "1e9", "--zero", "1", "--estimator", "deepspeed"]) == 2
-    assert capsys.readouterr().err.startswith("error: ")
+    assert capsys.readouterr().err.startswith("hpgrem plan: error: ")
