@@ -101,12 +101,12 @@ class Machine:
         entry = self.module.entry
         outputs = [Var() for _ in entry.outputs]
         rel = self.module.relations[entry.target]
-        if self.comm is not None:
-            return run_on_ranks(self, outputs)
-        self.pe.push(Task(self.procs[0][entry.target], tuple(outputs), None, rel.span))
         collecting = gc.isenabled()
         gc.disable()  # the heap is mostly acyclic and freed by reference counting
         try:
+            if self.comm is not None:
+                return run_on_ranks(self, outputs)
+            self.pe.push(Task(self.procs[0][entry.target], tuple(outputs), None, rel.span))
             if self.sim is None:
                 self.pe.run()
                 vtime = self.pe.instructions * self.costs.instruction
