@@ -25,6 +25,11 @@ from pam.transport.sim import Simulation
 MPIEXEC = shutil.which("mpiexec")
 
 
+def mpirun(ranks: int, path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, "-m", "hpgrem.cli", "run", str(path), *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
 def test_failure_on_pe_7_names_the_goal_and_its_location(tmp_path):
     path = tmp_path / "f.par"
     path.write_text("mode p(?).\np(1).\nmain <- p(2) @ 7.\n")
@@ -121,8 +126,7 @@ def test_termination_is_detected_correctly_under_random_delays(seed, jitter, nam
 def test_a_failure_on_one_rank_stops_every_rank(tmp_path):
     path = tmp_path / "f.par"
     path.write_text("mode p(?).\np(1).\nmain <- p(2) @ 3, write(never).\n")
-    r = subprocess.run([MPIEXEC, "-n", "4", sys.executable, "-m", "hpgrem.cli", "run", str(path)],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = mpirun(4, path)
     assert r.returncode == 1
     assert "p(2) failed: no clause matches (on PE 3)" in r.stderr
     assert "Traceback" not in r.stderr
@@ -132,8 +136,7 @@ def test_a_failure_on_one_rank_stops_every_rank(tmp_path):
 def test_a_deadlock_under_mpi_is_reported_by_rank_0(tmp_path):
     path = tmp_path / "d.par"
     path.write_text("mode w(?, ?).\nw(a, b).\nmain <- w(X, Y) @ 1, w(Y, X).\n")
-    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.cli", "run", str(path)],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = mpirun(2, path)
     assert r.returncode == 3
     assert "(on PE 1)" in r.stderr and "(on PE 0)" in r.stderr
 
@@ -143,8 +146,7 @@ def test_a_deadlock_under_mpi_is_reported_by_rank_0(tmp_path):
 def test_a_limit_under_mpi_stops_every_rank(limit, tmp_path):
     path = tmp_path / "loop.par"
     path.write_text("mode loop(?).\nloop(N) <- N1 is N + 1, loop(N1).\nmain <- loop(0).\n")
-    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.cli", "run", str(path), *limit],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = mpirun(2, path, *limit)
     assert r.returncode == 4 and "limit" in r.stderr
 
 

@@ -107,8 +107,7 @@ class _Build(Transformer):
         self.file = file
 
     def _span(self, x) -> Span:
-        if isinstance(x, Token):
-            return Span(self.file, x.line, x.column)
+        """Where a token or a tree (its meta) starts."""
         return Span(self.file, x.line, x.column)
 
     # items
