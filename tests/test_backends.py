@@ -22,6 +22,13 @@ def test_sixteen_simulated_pes(path, topology):
     assert out == expected_output(path)
 
 
+@pytest.mark.parametrize("topology,pes,seed", [("tree", 7, 3), ("full", 5, 11)])
+@pytest.mark.parametrize("path", [p for p in PROGRAMS if p.stem != "queens10"], ids=lambda p: p.stem)
+def test_other_topologies_sizes_and_seeds(path, topology, pes, seed):
+    out, _ = run_program(path.read_text(), file=str(path), pes=pes, topology=topology, seed=seed)
+    assert out == expected_output(path)
+
+
 @pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not installed")
 @pytest.mark.parametrize("ranks", [2, 4])
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)
