@@ -155,7 +155,6 @@ def cmd_run(args) -> int:
         raise UsageError(f"{args.file}: nothing to run: define main (a relation of arity 0) or pass --goal")
     machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed,
                       max_steps=args.max_steps, timeout=args.timeout, comm=comm)
-    status = EXIT_OK
     try:
         result = machine.run()
     except RankExit as e:
@@ -181,7 +180,7 @@ def cmd_run(args) -> int:
         print(result.stats.table(), file=sys.stderr)
     if args.stats_json:
         _write_text(args.stats_json, json.dumps(result.stats.to_json(), indent=2) + "\n")
-    return status
+    return EXIT_OK
 
 
 def mpi_comm():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from pam.errors import Deadlock, LimitExceeded, ProgramFailure
+from pam.errors import LimitExceeded, ProgramFailure
 from pam.stats import PEStats
 from pam.task import MOVED, AndGroup, Placed, Seq, Task
 from pam.terms import Struct, Var, unbound_vars
@@ -244,6 +244,3 @@ class PE:
             waits = list(dict.fromkeys(write_term(v, names) for v in t.waits or []))
             goals.append((text, t.site, waits, self.number))
         return goals
-
-    def deadlock(self) -> Deadlock:
-        return Deadlock(self.suspended_goals({}), len(self.suspended))

@@ -11,7 +11,7 @@ from pam.arith import ArithError, compare, evaluate
 from pam.costs import DEFAULT
 from pam.errors import Halt, ProgramFailure
 from pam.task import MOVED, Seq, Task
-from pam.terms import (NIL, Cons, Struct, Var, args_of, deref, first_unbound, first_unbound_from, from_list,
+from pam.terms import (NIL, Cons, Struct, Var, args_of, deref, first_unbound_from, from_list,
                        functor_of, make_struct, mkatom, to_list)
 from pam.unify import match_eq
 from pam.write import write_term
@@ -203,12 +203,6 @@ def build(pe, lookup) -> dict:
         if tail != NIL or not unify(n, len(items)):
             raise _fail("length", (lst, n), site)
 
-    def write(t, site):
-        v = first_unbound(t)
-        if v is not None:
-            return [v]
-        emit(write_term(t))
-
     def nl(site):
         emit("\n")
 
@@ -225,7 +219,7 @@ def build(pe, lookup) -> dict:
         "atomic/1": type_test("atomic", lambda x: type(x) in (str, int, float)),
         "compound/1": type_test("compound", lambda x: type(x) in (Struct, Cons)),
         "functor/3": functor, "arg/3": arg, "=../2": univ, "atom_codes/2": atom_codes,
-        "number_codes/2": number_codes, "length/2": length, "write/1": write, "nl/0": nl,
+        "number_codes/2": number_codes, "length/2": length, "nl/0": nl,
         "halt/0": halt,
     }
     for op in ("<", ">", "=<", ">=", "=:=", "=\\="):

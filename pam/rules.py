@@ -39,8 +39,8 @@ INT_UNARY = {"-": "(-{})", "abs": "abs({})"}
 DEEP = 24  # nesting depth above which built terms go through temporaries (Python's parser limit)
 
 
-def to_runtime(term: Term, env=None):
-    """An IR term as a run-time term (ground terms only, unless `env` maps variable indices)."""
+def to_runtime(term: Term):
+    """A ground IR term as a run-time term."""
     out: list = []
     stack: list = [(term, False)]
     while stack:
@@ -59,8 +59,7 @@ def to_runtime(term: Term, env=None):
         elif isinstance(t, (Int, Float)):
             out.append(t.value)
         else:
-            assert env is not None, "to_runtime of a non-ground term"
-            out.append(env[t.index])
+            raise AssertionError("to_runtime of a non-ground term")
     return out[0]
 
 

@@ -108,15 +108,11 @@ def to_list(t) -> tuple[list, object]:
     return items, t
 
 
-def first_unbound(t):
-    """The first unbound variable of `t` (depth first, left to right), or None if `t` is ground."""
-    return first_unbound_from([t])
-
-
 def first_unbound_from(stack: list):
-    """Continue a ground check: the stack holds what is left to look at. When a variable is
-    found, it stays on top, so a later call resumes there instead of starting over (a writer
-    waiting on a growing stream would otherwise walk it again at every element)."""
+    """The first unbound variable (depth first, left to right) of what the stack holds, or None
+    when it is all ground. A variable found stays on top, so a later call resumes there instead
+    of starting over (a writer waiting on a growing stream would otherwise walk it again at every
+    element)."""
     while stack:
         x = stack.pop()
         while type(x) is Var:

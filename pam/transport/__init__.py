@@ -26,28 +26,10 @@ class Message:
 
 
 class Transport(Protocol):
-    """What a PE needs from the network around it."""
+    """What a PE's `Net` needs from the network: deliver `message` to `message.dst`, hop by hop.
+    How messages arrive is the driver's business (`pam.machine` for simulation, `pam.ranks`
+    for MPI)."""
 
     pes: int
 
     def send(self, message: Message) -> None: ...
-
-    def receive(self, pe: int) -> list[Message]: ...
-
-
-class Loopback:
-    """The transport of a single PE: there is no one else to talk to."""
-
-    pes = 1
-
-    def __init__(self) -> None:
-        self.queue: list[Message] = []
-
-    def send(self, message: Message) -> None:
-        if message.dst != 0:
-            raise ValueError(f"PE {message.dst} does not exist on a single-PE machine")
-        self.queue.append(message)
-
-    def receive(self, pe: int) -> list[Message]:
-        out, self.queue = self.queue, []
-        return out

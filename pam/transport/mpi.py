@@ -83,12 +83,6 @@ class MPITransport:
     def report_failure(self, payload) -> None:
         self.comm.send(payload, dest=0, tag=TAG_FAIL)
 
-    def drain(self) -> None:
-        """Finish pending sends before the ranks part."""
-        for r in self.requests:
-            r.Wait()
-        self.requests = []
-
 
 def now() -> float:
     return time.monotonic()
