@@ -26,7 +26,7 @@ class UsageError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hpgrem", description="Compile and run PARLOG (and, soon, ML) "
+    p = argparse.ArgumentParser(prog="hpgrem", description="Compile and run PARLOG and ML "
                                 "programs on PAM/TGR, a parallel abstract machine for graph rewriting.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -96,8 +96,13 @@ def read_source(path: str) -> str:
         raise UsageError(f"{path}: {e.strerror}") from None
 
 
-def load_module(path: str, goal: str | None = None, opt: int = 1, after: str | None = None):
-    """Front end (by extension) and passes -> a verified HPGREM module."""
+def load_module(path: str, goal: str | None = None, opt: int = 1, after: str | None = None,
+                pending: list | None = None):
+    """Front end (by extension) and passes -> a verified HPGREM module.
+
+    An ML program runs chunk by chunk: when a later chunk has an error, the module holds the
+    chunks before it and, if `pending` is a list, the error is appended to it (to report after
+    running them) instead of raised."""
     from hpgrem.passes import PASS_TABLE, pipeline, run_passes
 
     ext = Path(path).suffix.lower()
@@ -117,7 +122,18 @@ def load_module(path: str, goal: str | None = None, opt: int = 1, after: str | N
         if goal is not None:
             raise UsageError("--goal needs the source program, not a compiled .hpg file")
     elif ext in ML_EXT:
-        raise UsageError(f"{path}: the ML front end is not supported yet")
+        from frontend.ml import compile_program as compile_ml
+        if goal is not None:
+            raise UsageError("--goal is for PARLOG programs; an ML program runs its declarations")
+        compiled = compile_ml(read_source(path), path)
+        source = compiled.module.source
+        for w in compiled.warnings:
+            print(w.render(source), file=sys.stderr)
+        if compiled.error is not None:
+            if pending is None:
+                raise compiled.error
+            pending.append(compiled.error)
+        module = compiled.module
     else:
         raise UsageError(f"{path}: unknown file type '{ext}' (expected .par, .parlog, .sml, .ml or .hpg)")
     names = list(pipeline(opt))
@@ -130,9 +146,6 @@ def load_module(path: str, goal: str | None = None, opt: int = 1, after: str | N
 
 # -- commands ----------------------------------------------------------------------------------
 def cmd_run(args) -> int:
-    from pam.errors import Deadlock, Halt, LimitExceeded, ProgramFailure, RankExit
-    from pam.machine import Machine
-
     from pam.topology import TopologyError, parse_topology
     if args.pes < 1:
         raise UsageError("--pes must be at least 1")
@@ -150,9 +163,20 @@ def cmd_run(args) -> int:
         parse_topology(args.topology, pes)
     except TopologyError as e:
         raise UsageError(str(e)) from None
-    module = load_module(args.file, args.goal, args.opt)
+    pending: list = []
+    module = load_module(args.file, args.goal, args.opt, pending=pending)
     if module.entry is None:
         raise UsageError(f"{args.file}: nothing to run: define main (a relation of arity 0) or pass --goal")
+    status = _run_machine(args, module, pes, comm)
+    if pending and status == EXIT_OK:
+        raise pending[0]
+    return status
+
+
+def _run_machine(args, module, pes: int, comm) -> int:
+    from pam.errors import Deadlock, Halt, LimitExceeded, ProgramFailure, RankExit, Uncaught
+    from pam.machine import Machine
+
     machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed,
                       max_steps=args.max_steps, timeout=args.timeout, comm=comm)
     try:
@@ -161,6 +185,10 @@ def cmd_run(args) -> int:
         return e.status
     except Halt:
         return EXIT_OK
+    except Uncaught as u:
+        sys.stdout.flush()
+        print(u.message, file=sys.stderr)
+        return EXIT_FAILURE
     except ProgramFailure as f:
         _report_failure(f, args.goal)
         return EXIT_FAILURE

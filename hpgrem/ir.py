@@ -1,9 +1,10 @@
 """HPGREM: the heterogeneous graph-rewriting intermediate form.
 
-A `Module` holds definitions and an entry. This issue brings PARLOG's definitions: a `Relation`
-(modes and ordered search groups of guarded clauses). Terms are plain immutable trees whose
-variables are numbered per clause; every node that came from source carries a `Span`.
-Front ends build these; `pam.rules` compiles them once into executable steps.
+A `Module` holds definitions and an entry. PARLOG brings `Relation`s (modes and ordered search
+groups of guarded clauses over terms whose variables are numbered per clause); ML brings
+`Function`s: supercombinators after closure conversion and pattern-match compilation, whose
+bodies are expression graphs (`Expr`). Every node that came from source carries a `Span`.
+Front ends build these; `pam.rules` and `pam.ml` compile them once into executable steps.
 """
 
 from __future__ import annotations
@@ -164,6 +165,219 @@ class Entry:
     outputs: tuple[str, ...]
 
 
+# ---------------------------------------------------------------------------------------------
+# ML supercombinators
+#
+# A function's body is an expression over its parameters and `Let`-bound locals (names unique
+# within the function), the module's globals (top-level values, set by `SetGlobal` in the entry
+# function as the program's declarations run) and other functions by key. Evaluation is strict,
+# left to right. Values: see pam/ml/values.py.
+
+
+@dataclass(frozen=True, slots=True)
+class Lit:
+    """An int, real, string (a char is a 1-character string) or unit (`None`)."""
+
+    value: int | float | str | None
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Local:
+    name: str
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Global:
+    name: str
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class MakeClosure:
+    """A function value: `function` with its leading parameters bound to `free`."""
+
+    function: str
+    free: tuple[Expr, ...]
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CallKnown:
+    """A saturated call of a known function (free variables first, then arguments)."""
+
+    function: str
+    args: tuple[Expr, ...]
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Apply:
+    """A call of a function value."""
+
+    fn: Expr
+    arg: Expr
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Prim:
+    """A primitive of the basis (`op` a basis name, or a typed operator such as `int.+`)."""
+
+    op: str
+    args: tuple[Expr, ...]
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Construct:
+    """A datatype value: constructor `tag` of `datatype` (`list`, `bool`, ... or a user type)."""
+
+    datatype: str
+    tag: int
+    arg: Expr | None
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Tuple:
+    """A tuple or record (canonical label order); items are evaluated in `order` (source order)."""
+
+    items: tuple[Expr, ...]
+    order: tuple[int, ...] = ()
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A part of a value: `step` is a field index, `arg` (constructor argument), `cons` (the
+    pair of a `::`), `exnarg` (an exception's argument) or `deref` (a ref's contents)."""
+
+    value: Expr
+    step: int | str
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Let:
+    name: str
+    value: Expr
+    body: Expr
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SetGlobal:
+    """Bind global `name` (in the entry function: a top-level declaration); the value is unit."""
+
+    name: str
+    value: Expr
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Sequence:
+    exprs: tuple[Expr, ...]
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class If:
+    cond: Expr
+    then: Expr
+    else_: Expr
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Switch:
+    """Test `subject`: `kind` is `con` (keys are constructor tags of `datatype`), `exn` (keys
+    are expressions giving exception constructors), `int`, `string` or `char` (keys literal).
+    `default` is None when the cases are exhaustive."""
+
+    subject: Expr
+    kind: str
+    datatype: str
+    cases: tuple[tuple[int | str | Expr, Expr], ...]
+    default: Expr | None
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Raise:
+    exn: Expr
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Handle:
+    """Evaluate `body`; if it raises, bind the packet to `name` and evaluate `handler`."""
+
+    body: Expr
+    name: str
+    handler: Expr
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class While:
+    cond: Expr
+    body: Expr
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class NewException:
+    """A fresh exception constructor (SML exceptions are generative)."""
+
+    name: str
+    has_arg: bool
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BasisException:
+    name: str
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Packet:
+    """An exception value: constructor `con` applied to `arg`."""
+
+    con: Expr
+    arg: Expr | None
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Par:
+    """`ForkJoin.par (left, right)`: apply two thunks, possibly in parallel, giving the pair."""
+
+    left: Expr
+    right: Expr
+    span: Span = field(default=NO_SPAN, compare=False)
+
+
+Expr = (Lit | Local | Global | MakeClosure | CallKnown | Apply | Prim | Construct | Tuple | Part | Let
+        | SetGlobal | Sequence | If | Switch | Raise | Handle | While | NewException | BasisException
+        | Packet | Par)
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    """A supercombinator: `params` are its free variables (when it is a closure's code) followed
+    by its arguments; `arity` counts the arguments. `name` is the source name for reports."""
+
+    key: str
+    name: str
+    params: tuple[str, ...]
+    arity: int
+    body: Expr
+    span: Span = field(compare=False)
+
+
 @dataclass(slots=True)
 class Module:
     """A compiled program: its definitions by key, and the entry."""
@@ -172,6 +386,7 @@ class Module:
     relations: dict[str, Relation]
     entry: Entry | None = None
     language: str = "parlog"
+    functions: dict[str, Function] = field(default_factory=dict)
 
 
 def relation_key(name: str, arity: int) -> str:

@@ -44,3 +44,8 @@ class RankExit(MachineStop):
     def __init__(self, status: int):
         super().__init__(f"rank exits with status {status}")
         self.status = status
+
+
+class Uncaught(ProgramFailure):
+    """An ML exception reached the top level (exit 1); `message` reads as Poly/ML's
+    `uncaught exception NAME` (with the message for `Fail`)."""

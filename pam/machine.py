@@ -78,6 +78,10 @@ class Machine:
         self.topology = parse_topology(topology, pes)
         self.sim = Simulation(self.topology, costs, jitter, seed) if pes > 1 and comm is None else None
         compiler = rules.RuleCompiler(module)
+        self.ml = None
+        if module.functions:
+            from pam.ml.loader import CompiledML
+            self.ml = CompiledML(module)
         self.pes: list[PE] = []
         self.procs: list[dict] = []
         numbers = [comm.Get_rank()] if comm is not None else range(pes)
@@ -93,6 +97,8 @@ class Machine:
                 self.transport = MPITransport(comm, self.topology)
                 pe.net = Net(pe, self.transport, self.topology, procs, seed, mpi_now)
             procs.update(rules.load(module, pe, compiler))
+            if self.ml is not None:
+                procs.update(self.ml.load(pe, pe.output))
             self.pes.append(pe)
             self.procs.append(procs)
         self.pe = self.pes[0]
@@ -100,13 +106,12 @@ class Machine:
     def run(self) -> RunResult:
         entry = self.module.entry
         outputs = [Var() for _ in entry.outputs]
-        rel = self.module.relations[entry.target]
         collecting = gc.isenabled()
         gc.disable()  # the heap is mostly acyclic and freed by reference counting
         try:
             if self.comm is not None:
                 return run_on_ranks(self, outputs)
-            self.pe.push(Task(self.procs[0][entry.target], tuple(outputs), None, rel.span))
+            self.pe.push(self.entry_task(outputs))
             if self.sim is None:
                 self.pe.run()
                 vtime = self.pe.instructions * self.costs.instruction
@@ -135,6 +140,13 @@ class Machine:
                 * self.costs.instruction + received * self.costs.process_switch
         stats = RunStats(len(self.pes), self.topology.name, "sim", vtime, [pe.stats for pe in self.pes])
         return RunResult(bindings, stats)
+
+    def entry_task(self, outputs: list[Var]) -> Task:
+        target = self.module.entry.target
+        proc = self.procs[0][target]
+        if self.module.language == "ml":
+            return proc.entry()
+        return Task(proc, tuple(outputs), None, self.module.relations[target].span)
 
     # -- simulated PEs ----------------------------------------------------------------------------
     def _simulate(self) -> float:

@@ -13,7 +13,7 @@ from collections import deque
 
 from pam.errors import LimitExceeded, ProgramFailure
 from pam.stats import PEStats
-from pam.task import MOVED, AndGroup, Placed, Seq, Task
+from pam.task import MOVED, AndGroup, MLTask, Placed, Seq, Task
 from pam.terms import Struct, Var, unbound_vars
 from pam.unify import unify
 from pam.write import write_term
@@ -50,7 +50,8 @@ class PE:
         suspended = self.suspended
         n = 0
         for t in waiting:
-            if type(t) is Task:
+            tt = type(t)
+            if tt is Task or tt is MLTask:
                 if t.waits is not None:
                     t.waits = None
                     del suspended[t]
@@ -188,7 +189,7 @@ class PE:
                         if g is not None:
                             finish(g)
                         break
-                    if type(r) is Task:
+                    if type(r) is Task or type(r) is MLTask:
                         t = r
                         slice_left -= 1
                         if not slice_left:

@@ -12,16 +12,17 @@ from __future__ import annotations
 import time
 import traceback
 
-from pam.errors import Deadlock, Halt, LimitExceeded, MachineStop, ProgramFailure, RankExit
+from pam.errors import Deadlock, Halt, LimitExceeded, MachineStop, ProgramFailure, RankExit, Uncaught
 from pam.pe import DEADLOCK_REPORT_LIMIT
 from pam.stats import RunStats
-from pam.task import Task
 from pam.transport.mpi import BATCH, IDLE_SLEEP
 from pam.write import write_term
 
 
 def _describe(err: BaseException) -> tuple:
     """A picklable account of how this rank's run ended."""
+    if isinstance(err, Uncaught):
+        return ("uncaught", err.message)
     if isinstance(err, ProgramFailure):
         return ("failure", err.message, err.goal, err.span, err.pe)
     if isinstance(err, Halt):
@@ -39,9 +40,7 @@ def run_on_ranks(machine, outputs):
     comm, transport, pe = machine.comm, machine.transport, machine.pe
     me = pe.number
     if me == 0:
-        entry = machine.module.entry
-        rel = machine.module.relations[entry.target]
-        pe.push(Task(machine.procs[0][entry.target], tuple(outputs), None, rel.span))
+        pe.push(machine.entry_task(outputs))
     began = time.monotonic()
     busy = 0.0
     outcome = None
@@ -140,7 +139,7 @@ def _status(outcome, gathered) -> int:
     kind = outcome[0]
     if kind == "done":
         return 3 if sum(g[1] for g in gathered) else 0
-    return {"failure": 1, "halt": 0, "limit": 4, "internal": 70}[kind]
+    return {"failure": 1, "uncaught": 1, "halt": 0, "limit": 4, "internal": 70}[kind]
 
 
 def _raise_outcome(outcome, gathered) -> None:
@@ -148,6 +147,8 @@ def _raise_outcome(outcome, gathered) -> None:
     if kind == "failure":
         _, message, goal, span, pe = outcome
         raise ProgramFailure(message, goal, span, pe)
+    if kind == "uncaught":
+        raise Uncaught(outcome[1])
     if kind == "halt":
         raise Halt()
     if kind == "limit":

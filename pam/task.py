@@ -7,6 +7,8 @@ a list of variables when it suspends on them. It raises `ProgramFailure` when it
 
 from __future__ import annotations
 
+from pam.terms import Var
+
 
 class Task:
     """A goal to reduce: `proc(self)` steps it; `args` are its arguments; `group` the `&` it
@@ -68,3 +70,23 @@ class _Moved:
 
 
 MOVED = _Moved()
+
+
+UNSTARTED, STARTED, CANCELLED = 0, 1, 2
+
+
+class MLTask(Task):
+    """An ML evaluation (pam/ml/task.py steps it). `thunk` is the closure a forked task applies to `()`; `result` is
+    the variable its outcome binds (None for the program's main task)."""
+
+    __slots__ = ("stack", "value", "exc", "thunk", "result", "state", "pending")
+
+    def __init__(self, proc, thunk, result: Var | None, site, stack=None) -> None:
+        super().__init__(proc, (), None, site)
+        self.stack = stack if stack is not None else []
+        self.value = None
+        self.exc = None
+        self.thunk = thunk
+        self.result = result
+        self.state = UNSTARTED
+        self.pending = None

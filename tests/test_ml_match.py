@@ -124,7 +124,7 @@ def test_curried_clauses_match_on_every_parameter():
 
 def test_layered_patterns_bind_the_whole_and_the_parts():
     m = match_of("fun f (whole as (x :: _)) = whole | f [] = []", "f")
-    assert [(v.name, p.steps) for v, p in m.arms[0].bindings] == [("whole", ()), ("x", ("arg", 0))]
+    assert [(v.name, p.steps) for v, p in m.arms[0].bindings] == [("whole", ()), ("x", ("cons", 0))]
 
 
 def test_plain_variables_need_no_match():

@@ -85,3 +85,52 @@ def elaborate_program(text: str, file: str) -> Program:
 
 
 __all__ = ["CompileError", "Elaborator", "Program", "SourceChunk", "elaborate_program", "split_chunks"]
+
+
+class CompiledProgram:
+    """What `compile_program` gives: the module of every chunk that checked, the warnings of
+    those chunks, and the `CompileError` of the first chunk that did not (None if all did):
+    the chunks before it run, then the error is reported (spec/ml.md, "Running")."""
+
+    def __init__(self, module, warnings: list[Diagnostic], error: CompileError | None):
+        self.module = module
+        self.warnings = warnings
+        self.error = error
+
+
+_PRELUDE: list = []
+
+
+def _prelude_decs():
+    """The prelude, elaborated once per process."""
+    if not _PRELUDE:
+        from frontend.ml.lower import PRELUDE_FILE
+        text = PRELUDE_FILE.read_text(encoding="utf-8")
+        program = elaborate_program(text, "<prelude>")
+        _PRELUDE.append(program.decs)
+    return _PRELUDE[0]
+
+
+def compile_program(text: str, file: str) -> CompiledProgram:
+    """Check, match-compile and lower an ML program, chunk by chunk, into an HPGREM module."""
+    from frontend.ml.lower import Lowerer
+    from hpgrem.ir import Span
+
+    lowerer = Lowerer(file)
+    lowerer.prelude_decs(_prelude_decs())
+    lowerer.forget_prelude_ids()
+    elaborator = Elaborator(file)
+    statements = []
+    warnings: list[Diagnostic] = []
+    error = None
+    with _deep_nesting():
+        for source in split_chunks(text, file):
+            try:
+                chunk = elaborator.chunk(source)
+            except CompileError as err:
+                error = err
+                break
+            warnings.extend(chunk.warnings)
+            statements.extend(lowerer.top_decs(chunk.decs))
+        module = lowerer.module(text, statements, Span(file, 1, 1))
+    return CompiledProgram(module, warnings, error)

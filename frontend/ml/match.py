@@ -114,9 +114,17 @@ def _spread(path: Path, pat: MPat, out: list[tuple[Path, MPat]]) -> None:
         _spread(path.then("deref"), pat.pat, out)
     elif isinstance(pat, MCon) and len(pat.con.tycon.constructors) == 1:
         if pat.arg is not None:
-            _spread(path.then("arg"), pat.arg, out)
+            _spread(path.then(_arg_step(pat)), pat.arg, out)
     elif isinstance(pat, (MCon, MExn, MConst)):
         out.append((path, pat))
+
+
+def _arg_step(pat: MCon | MExn) -> str:
+    """The path step to a constructor's argument: `cons` for `::` (whose argument, the pair, is
+    the cell itself at run time), `exnarg` for an exception, `arg` for other constructors."""
+    if isinstance(pat, MExn):
+        return "exnarg"
+    return "cons" if pat.con.tycon.name == "list" else "arg"
 
 
 def _key(pat: MPat) -> Constructor | ExnName | int | str:
@@ -169,7 +177,7 @@ class _Compiler:
                     spread: list[tuple[Path, MPat]] = []
                     arg = p.arg if isinstance(p, (MCon, MExn)) else None
                     if arg is not None:
-                        _spread(path.then("arg"), arg, spread)
+                        _spread(path.then(_arg_step(p)), arg, spread)
                     sub.append(_Row(row.pending[:index] + tuple(spread) + row.pending[index + 1:], row.arm))
             cases.append((key, self.compile(sub)))
         complete = kind == "con" and len(keys) == len(pat.con.tycon.constructors)
@@ -200,7 +208,7 @@ def bindings(roots: tuple[Var, ...], pats: tuple[MPat, ...]) -> tuple[tuple[Var,
         elif isinstance(pat, MRef):
             walk(path.then("deref"), pat.pat)
         elif isinstance(pat, (MCon, MExn)) and pat.arg is not None:
-            walk(path.then("arg"), pat.arg)
+            walk(path.then(_arg_step(pat)), pat.arg)
 
     for root, pat in zip(roots, pats):
         walk(Path(root), pat)

@@ -52,8 +52,9 @@ class ExnName:
 class Path:
     """A part of the values being matched: start at `root`, then take each step in turn: an int
     is a record field by position in the record's layout (canonical label order, see
-    `types.field_index`), `"arg"` the argument of a constructor or exception, `"deref"` the
-    contents of a ref cell (read when the match runs)."""
+    `types.field_index`), `"arg"` the argument of a constructor, `"cons"` the argument of `::`
+    (the head and tail pair), `"exnarg"` the argument of an exception, `"deref"` the contents of a
+    ref cell (read when the match runs)."""
 
     root: Var
     steps: tuple[int | str, ...] = ()

@@ -1,0 +1,581 @@
+"""Lowering: the typed, match-compiled ML program -> HPGREM functions (supercombinators).
+
+Closure conversion and lambda lifting, in one walk:
+- a function bound by `fun`/`val rec`/`val f = fn` is *known*: it becomes a `Function` whose
+  leading parameters are the local variables it needs from enclosing functions (its free
+  variables, those of the known functions it calls included), followed by its curried arguments
+  (`fun f a b = ...` takes both at once). A saturated call is a `CallKnown`; using it as a value
+  makes a closure (of a chain of curry wrappers when it takes several arguments).
+- an anonymous `fn` becomes a `Function` of its free variables and its argument, and the
+  expression a `MakeClosure`.
+- top-level values are module globals (`SetGlobal` in the entry function, `Global` elsewhere);
+  top-level functions are known functions with no free variables.
+- decision trees become `Switch`es over `Part` paths; an arm reached from several leaves is
+  selected by number so that its code is made once.
+- basis values become primitives (`Prim`, typed for the overloaded operators), the higher-order
+  list functions come from the ML prelude (`prelude.sml`), compiled with every program.
+
+Variable ids are unique in a program, so a variable's name in the IR is `name%id` everywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path as FilePath
+
+from frontend.ml import basis as B
+from frontend.ml import typed as t
+from frontend.ml.types import TCon, TRecord, prune
+from hpgrem import ir
+
+ENTRY = "ml:main"
+
+# Basis names implemented by the prelude (ML source), by the prelude's function name.
+PRELUDE_NAMES = {
+    "map": "map", "List.map": "map", "app": "app", "List.app": "app",
+    "foldl": "foldl", "List.foldl": "foldl", "foldr": "foldr", "List.foldr": "foldr",
+    "List.filter": "filter", "List.exists": "exists", "List.all": "all", "List.find": "find",
+    "List.partition": "partition", "List.tabulate": "tabulate", "o": "compose",
+}
+# Basis functions of two curried arguments: a full application is one primitive call.
+CURRIED = {"String.concatWith", "String.isPrefix", "Real.fmt"}
+# Operators whose meaning depends on the type of their operands (`int.+`, `real.<`, ...).
+OVERLOADED = {"+", "-", "*", "<", ">", "<=", ">=", "~", "abs"}
+SIMPLE_EQ = {"int", "string", "char", "bool", "real"}
+
+
+@dataclass(slots=True)
+class Known:
+    key: str
+    arity: int
+    free: tuple[int, ...]  # variable ids, passed first
+    value_key: str | None = None  # the function a closure of it runs (made when first needed)
+
+
+class _Scan:
+    """Free variables of typed expressions: every variable met minus every variable bound."""
+
+    BINDERS = (t.Fn, t.Arm, t.ValDec, t.RecDec, t.ExceptionDec, t.Case, t.Handle)
+
+    @staticmethod
+    def free(node, names: dict[int, str]) -> set[int]:
+        """The ids of the free variables of `node`; `names` learns the local name of each."""
+        met: set[int] = set()
+        bound: set[int] = set()
+        stack = [node]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, t.Var):
+                met.add(x.id)
+                names.setdefault(x.id, local_name(x))
+                continue
+            if isinstance(x, tuple):
+                stack.extend(x)
+                continue
+            if not dataclasses.is_dataclass(x) or isinstance(x, ir.Span):
+                continue
+            if isinstance(x, t.Fn):
+                bound.add(x.param.id)
+            elif isinstance(x, t.Arm):
+                bound.update(v.id for v, _ in x.bindings)
+            elif isinstance(x, t.ValDec):
+                bound.add(x.root.id)
+                bound.update(v.id for v, _ in x.bindings)
+            elif isinstance(x, t.RecDec):
+                bound.update(v.id for v, _ in x.binds)
+            elif isinstance(x, t.ExceptionDec):
+                if x.exn.var is not None:
+                    bound.add(x.exn.var.id)
+                continue
+            elif isinstance(x, (t.Case, t.Handle)):
+                bound.update(v.id for v in x.match.roots)
+            elif isinstance(x, t.Switch):
+                stack.append(x.path)
+                for key, sub in x.cases:
+                    if isinstance(key, t.ExnName) and key.var is not None:
+                        stack.append(key.var)
+                    stack.append(sub)
+                if x.default is not None:
+                    stack.append(x.default)
+                continue
+            elif isinstance(x, t.ExnApp):
+                if x.exn.var is not None:
+                    stack.append(x.exn.var)
+                if x.arg is not None:
+                    stack.append(x.arg)
+                continue
+            for f in dataclasses.fields(x):
+                if f.name not in ("type", "span", "con", "tycons"):
+                    stack.append(getattr(x, f.name))
+        return met - bound
+
+
+def local_name(v: t.Var) -> str:
+    return f"{v.name}%{v.id}"
+
+
+class Lowerer:
+    """Lowers the prelude and then the program's chunks into one module."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.functions: dict[str, ir.Function] = {}
+        self.known: dict[int, Known] = {}
+        self.globals: set[int] = set()
+        self.names: dict[int, str] = {}  # var id -> local name, for free variables
+        self.prelude: dict[str, Known] = {}
+        self.counter = 0
+        self.basis_values: dict[str, str] = {}
+        self.arm_counter = 0
+
+    # ---- the program ------------------------------------------------------------------------
+    def prelude_decs(self, decs: tuple[t.Dec, ...]) -> None:
+        """Lower the prelude's functions (top-level `fun`s only) and remember them by name."""
+        for d in decs:
+            assert isinstance(d, t.RecDec)
+            self.rec_dec(d, top=True, prefix="basis:")
+            for var, _ in d.binds:
+                self.prelude[var.name] = self.known[var.id]
+
+    def forget_prelude_ids(self) -> None:
+        """The prelude's variable ids come from its own elaboration and may equal the program's:
+        its functions are reached by basis name only (`self.prelude`)."""
+        self.known.clear()
+        self.names.clear()
+
+    def top_decs(self, decs: tuple[t.Dec, ...]) -> list[ir.Expr]:
+        """The statements of the entry function for top-level declarations."""
+        out: list[ir.Expr] = []
+        for d in decs:
+            out.extend(self.top_dec(d))
+        return out
+
+    def module(self, source: str, statements: list[ir.Expr], span: ir.Span) -> ir.Module:
+        body = ir.Sequence(tuple(statements) + (ir.Lit(None),), span)
+        self.functions[ENTRY] = ir.Function(ENTRY, "main", (), 0, body, span)
+        reachable = _reachable(self.functions, ENTRY)
+        functions = {k: f for k, f in self.functions.items() if k in reachable}
+        return ir.Module(source, {}, ir.Entry(ENTRY, ()), "ml", functions)
+
+    def top_dec(self, d: t.Dec) -> list[ir.Expr]:
+        if isinstance(d, t.ValDec):
+            if self.known_val(d, top=True):
+                return []
+            self.globals.add(d.root.id)
+            self.globals.update(v.id for v, _ in d.bindings)
+            ctx = _Ctx(set())
+            out: list[ir.Expr] = [ir.SetGlobal(local_name(d.root), self.expr(d.expr, ctx), d.span)]
+            check = self.tree(d.tree, ctx, lambda arm: ir.Lit(None), "Bind", None, d.span)
+            if not (isinstance(check, ir.Lit)):
+                out.append(check)
+            out.extend(ir.SetGlobal(local_name(v), self.path(p, ctx), d.span) for v, p in d.bindings)
+            return out
+        if isinstance(d, t.RecDec):
+            self.rec_dec(d, top=True)
+            return []
+        if isinstance(d, t.ExceptionDec):
+            self.globals.add(d.exn.var.id)
+            return [ir.SetGlobal(local_name(d.exn.var), ir.NewException(d.exn.name, d.exn.arg is not None, d.span),
+                                 d.span)]
+        return []
+
+    # ---- functions --------------------------------------------------------------------------
+    def new_key(self, name: str, span: ir.Span, prefix: str = "") -> str:
+        self.counter += 1
+        return f"{prefix}{name}" if prefix else f"{name}@{span.line}:{span.col}#{self.counter}"
+
+    def free_of(self, node, exclude: set[int]) -> tuple[int, ...]:
+        """The local variables of enclosing functions that `node` needs (known functions it
+        mentions contribute their own free variables)."""
+        out: set[int] = set()
+        todo = list(_Scan.free(node, self.names) - exclude)
+        while todo:
+            v = todo.pop()
+            if v in out or v in self.globals or v in exclude:
+                continue
+            k = self.known.get(v)
+            if k is not None:
+                todo.extend(k.free)
+                continue
+            out.add(v)
+        return tuple(sorted(out))
+
+    def known_val(self, d: t.ValDec, top: bool) -> bool:
+        """`val f = fn ...` binds a known function."""
+        if not (isinstance(d.expr, t.Fn) and isinstance(d.tree, t.Leaf) and not d.bindings):
+            return False
+        self.rec_dec(t.RecDec(((d.root, d.expr),), d.span), top=top)
+        return True
+
+    def rec_dec(self, d: t.RecDec, top: bool, prefix: str = "") -> None:
+        group = {v.id for v, _ in d.binds}
+        free: set[int] = set()
+        for _, fn in d.binds:
+            free.update(self.free_of(fn, group))
+        free_ids = tuple(sorted(free))
+        for v, fn in d.binds:
+            arity, _, _ = _uncurry(fn)
+            self.known[v.id] = Known(self.new_key(v.name, fn.span, prefix), arity, free_ids)
+            self.names[v.id] = local_name(v)
+        for v, fn in d.binds:
+            k = self.known[v.id]
+            _, params, body = _uncurry(fn)
+            locals_ = set(free_ids) | {p.id for p in params}
+            ctx = _Ctx(locals_)
+            names = tuple(self.names[i] for i in free_ids) + tuple(local_name(p) for p in params)
+            self.functions[k.key] = ir.Function(k.key, v.name, names, len(params), self.expr(body, ctx), fn.span)
+
+    def closure_of_known(self, k: Known, name: str, span: ir.Span) -> ir.Expr:
+        if k.value_key is None:
+            if k.arity == 1:
+                k.value_key = k.key
+            else:
+                free = tuple(self.names[i] for i in k.free)
+                args = tuple(f"a{i}" for i in range(1, k.arity + 1))
+                keys = [f"{k.key}/curry{j}" for j in range(1, k.arity + 1)]
+                for j in range(1, k.arity + 1):
+                    params = free + args[:j]
+                    locals_ = tuple(ir.Local(p, span) for p in params)
+                    body = ir.CallKnown(k.key, locals_, span) if j == k.arity else \
+                        ir.MakeClosure(keys[j], locals_, span)
+                    self.functions[keys[j - 1]] = ir.Function(keys[j - 1], name, params, 1, body, span)
+                k.value_key = keys[0]
+        return ir.MakeClosure(k.value_key, tuple(ir.Local(self.names[i], span) for i in k.free), span)
+
+    # ---- expressions ------------------------------------------------------------------------
+    def var(self, v: t.Var, span: ir.Span) -> ir.Expr:
+        k = self.known.get(v.id)
+        if k is not None:
+            return self.closure_of_known(k, v.name, span)
+        if v.id in self.globals:
+            return ir.Global(local_name(v), span)
+        return ir.Local(local_name(v), span)
+
+    def exn_con(self, exn: t.ExnName, span: ir.Span) -> ir.Expr:
+        if exn.var is None:
+            return ir.BasisException(exn.name, span)
+        return self.var(exn.var, span)
+
+    def expr(self, e: t.Expr, ctx: _Ctx) -> ir.Expr:
+        method = getattr(self, "_" + type(e).__name__)
+        return method(e, ctx)
+
+    def _Const(self, e: t.Const, ctx) -> ir.Expr:
+        return ir.Lit(e.value, e.span)
+
+    def _VarRef(self, e: t.VarRef, ctx) -> ir.Expr:
+        return self.var(e.var, e.span)
+
+    def _BasisRef(self, e: t.BasisRef, ctx) -> ir.Expr:
+        """A basis value used as a value: a closure of a wrapper function."""
+        name = e.name
+        if name in PRELUDE_NAMES:
+            return self.closure_of_known(self.prelude[PRELUDE_NAMES[name]], name, e.span)
+        op = _op_name(name, e.type)
+        key = f"basis:{op}"
+        if key not in self.functions:
+            x = ir.Local("x", e.span)
+            if name in CURRIED:
+                inner = f"{key}/2"
+                self.functions[inner] = ir.Function(inner, name, ("x", "y"), 1,
+                                                    ir.Prim(op, (x, ir.Local("y", e.span)), e.span), e.span)
+                body: ir.Expr = ir.MakeClosure(inner, (x,), e.span)
+            else:
+                body = self.apply_basis(name, op, x, e.span)
+            self.functions[key] = ir.Function(key, name, ("x",), 1, body, e.span)
+        return ir.MakeClosure(key, (), e.span)
+
+    def apply_basis(self, name: str, op: str, arg: ir.Expr, span: ir.Span) -> ir.Expr:
+        """The basis function `name` applied to one (lowered) argument."""
+        if name == "ForkJoin.par":
+            if isinstance(arg, ir.Tuple) and len(arg.items) == 2 and arg.order in ((), (0, 1)):
+                return ir.Par(arg.items[0], arg.items[1], span)
+            tmp = self.temp()
+            return ir.Let(tmp, arg, ir.Par(ir.Part(ir.Local(tmp), 0), ir.Part(ir.Local(tmp), 1), span), span)
+        if _binary(op) and isinstance(arg, ir.Tuple) and len(arg.items) == 2 and arg.order in ((), (0, 1)):
+            return ir.Prim(op, arg.items, span)
+        if _binary(op):
+            tmp = self.temp()
+            return ir.Let(tmp, arg, ir.Prim(op, (ir.Part(ir.Local(tmp), 0), ir.Part(ir.Local(tmp), 1)), span), span)
+        return ir.Prim(op, (arg,), span)
+
+    def temp(self) -> str:
+        self.counter += 1
+        return f"t%{self.counter}"
+
+    def _App(self, e: t.App, ctx) -> ir.Expr:
+        args: list[t.Expr] = []
+        head: t.Expr = e
+        while isinstance(head, t.App):
+            args.append(head.arg)
+            head = head.fn
+        args.reverse()
+        if isinstance(head, t.VarRef) and head.var.id in self.known:
+            k = self.known[head.var.id]
+            if len(args) >= k.arity:
+                free = tuple(ir.Local(self.names[i], e.span) for i in k.free)
+                call: ir.Expr = ir.CallKnown(k.key, free + tuple(self.expr(a, ctx) for a in args[:k.arity]), e.span)
+                return self.apply_rest(call, args[k.arity:], ctx, e.span)
+        if isinstance(head, t.BasisRef):
+            name = head.name
+            if name in PRELUDE_NAMES:
+                k = self.prelude[PRELUDE_NAMES[name]]
+                if len(args) >= k.arity:
+                    call = ir.CallKnown(k.key, tuple(self.expr(a, ctx) for a in args[:k.arity]), e.span)
+                    return self.apply_rest(call, args[k.arity:], ctx, e.span)
+            else:
+                op = _op_name(name, head.type)
+                if name in CURRIED and len(args) >= 2:
+                    call = ir.Prim(op, (self.expr(args[0], ctx), self.expr(args[1], ctx)), e.span)
+                    return self.apply_rest(call, args[2:], ctx, e.span)
+                if name not in CURRIED:
+                    call = self.apply_basis(name, op, self.expr(args[0], ctx), e.span)
+                    return self.apply_rest(call, args[1:], ctx, e.span)
+        return self.apply_rest(self.expr(head, ctx), args, ctx, e.span)
+
+    def apply_rest(self, fn: ir.Expr, args: list[t.Expr], ctx, span: ir.Span) -> ir.Expr:
+        for a in args:
+            fn = ir.Apply(fn, self.expr(a, ctx), span)
+        return fn
+
+    def _ConApp(self, e: t.ConApp, ctx) -> ir.Expr:
+        con = e.con
+        arg = self.expr(e.arg, ctx) if e.arg is not None else None
+        if con.name == "ref" and con.tycon.name == "ref":
+            return ir.Prim("ref", (arg,), e.span)
+        return ir.Construct(_datatype(con.tycon), con.tag, arg, e.span)
+
+    def _ExnApp(self, e: t.ExnApp, ctx) -> ir.Expr:
+        arg = self.expr(e.arg, ctx) if e.arg is not None else None
+        return ir.Packet(self.exn_con(e.exn, e.span), arg, e.span)
+
+    def _Fn(self, e: t.Fn, ctx) -> ir.Expr:
+        free = self.free_of(e, set())
+        key = self.new_key("fn", e.span)
+        params = tuple(self.names[i] for i in free)
+        inner = _Ctx(set(free) | {e.param.id})
+        self.functions[key] = ir.Function(key, "fn", params + (local_name(e.param),), 1, self.expr(e.body, inner),
+                                          e.span)
+        return ir.MakeClosure(key, tuple(ir.Local(p, e.span) for p in params), e.span)
+
+    def _Let(self, e: t.Let, ctx) -> ir.Expr:
+        return self.decs(list(e.decs), lambda: self.expr(e.body, ctx), ctx, e.span)
+
+    def decs(self, decs: list[t.Dec], body, ctx, span: ir.Span) -> ir.Expr:
+        """Declarations in order, then `body()`; built inside out."""
+        wrappers = []
+        for d in decs:
+            self.note_locals(d)
+            if isinstance(d, t.ValDec):
+                if self.known_val(d, top=False):
+                    continue
+                wrappers.append(("val", d, self.expr(d.expr, ctx)))
+            elif isinstance(d, t.RecDec):
+                self.rec_dec(d, top=False)
+            elif isinstance(d, t.ExceptionDec):
+                wrappers.append(("exn", d, None))
+        result = body()
+        for kind, d, value in reversed(wrappers):
+            if kind == "exn":
+                result = ir.Let(local_name(d.exn.var), ir.NewException(d.exn.name, d.exn.arg is not None, d.span),
+                                result, d.span)
+                continue
+            inner = result
+            for v, p in reversed(d.bindings):
+                inner = ir.Let(local_name(v), self.path(p, ctx), inner, d.span)
+            checked = self.tree(d.tree, ctx, lambda arm, inner=inner: inner, "Bind", None, d.span)
+            result = ir.Let(local_name(d.root), value, checked, d.span)
+        return result
+
+    def note_locals(self, d: t.Dec) -> None:
+        """Remember the local names of variables a declaration binds (closures may need them)."""
+        if isinstance(d, t.ValDec):
+            for v in (d.root, *(v for v, _ in d.bindings)):
+                self.names[v.id] = local_name(v)
+        elif isinstance(d, t.ExceptionDec):
+            self.names[d.exn.var.id] = local_name(d.exn.var)
+
+    def _Seq(self, e: t.Seq, ctx) -> ir.Expr:
+        return ir.Sequence(tuple(self.expr(x, ctx) for x in e.exprs), e.span)
+
+    def _Record(self, e: t.Record, ctx) -> ir.Expr:
+        rt = prune(e.type)
+        assert isinstance(rt, TRecord)
+        labels = [lbl for lbl, _ in rt.fields]
+        items: list[ir.Expr | None] = [None] * len(labels)
+        order = []
+        for lbl, x in e.fields:
+            i = labels.index(lbl)
+            items[i] = self.expr(x, ctx)
+            order.append(i)
+        order_t = tuple(order) if order != sorted(order) else ()
+        return ir.Tuple(tuple(items), order_t, e.span)
+
+    def _Select(self, e: t.Select, ctx) -> ir.Expr:
+        from frontend.ml.types import field_index
+        return ir.Part(self.expr(e.record, ctx), field_index(e.record.type, e.label), e.span)
+
+    def _If(self, e: t.If, ctx) -> ir.Expr:
+        return ir.If(self.expr(e.cond, ctx), self.expr(e.then, ctx), self.expr(e.else_, ctx), e.span)
+
+    def _While(self, e: t.While, ctx) -> ir.Expr:
+        return ir.While(self.expr(e.cond, ctx), self.expr(e.body, ctx), e.span)
+
+    def _Raise(self, e: t.Raise, ctx) -> ir.Expr:
+        return ir.Raise(self.expr(e.exn, ctx), e.span)
+
+    def _Match(self, e: t.Match, ctx) -> ir.Expr:
+        for r in e.roots:
+            self.names.setdefault(r.id, local_name(r))
+        for arm in e.arms:
+            for v, _ in arm.bindings:
+                self.names[v.id] = local_name(v)
+        leaves: dict[int, int] = {}
+        _count_leaves(e.tree, leaves)
+        shared = any(n > 1 for n in leaves.values())
+
+        def arm_body(i: int) -> ir.Expr:
+            arm = e.arms[i]
+            body = self.expr(arm.body, ctx)
+            for v, p in reversed(arm.bindings):
+                body = ir.Let(local_name(v), self.path(p, ctx), body, arm.span)
+            return body
+
+        reraise = ir.Local(local_name(e.roots[0]), e.span) if e.failure == "reraise" else None
+        if not shared:
+            return self.tree(e.tree, ctx, arm_body, e.failure, reraise, e.span)
+        self.arm_counter += 1
+        which = f"arm%{self.arm_counter}"
+        choose = self.tree(e.tree, ctx, lambda i: ir.Lit(i, e.span), e.failure, reraise, e.span)
+        cases = tuple((i, arm_body(i)) for i in sorted(leaves))
+        return ir.Let(which, choose, ir.Switch(ir.Local(which, e.span), "int", "", cases, None, e.span), e.span)
+
+    def _Case(self, e: t.Case, ctx) -> ir.Expr:
+        root = e.match.roots[0]
+        self.names[root.id] = local_name(root)
+        return ir.Let(local_name(root), self.expr(e.scrutinee, ctx), self._Match(e.match, ctx), e.span)
+
+    def _Handle(self, e: t.Handle, ctx) -> ir.Expr:
+        root = e.match.roots[0]
+        self.names[root.id] = local_name(root)
+        return ir.Handle(self.expr(e.body, ctx), local_name(root), self._Match(e.match, ctx), e.span)
+
+    # ---- decision trees ---------------------------------------------------------------------
+    def path(self, p: t.Path, ctx) -> ir.Expr:
+        x = self.var(p.root, p.root.span)
+        for step in p.steps:
+            x = ir.Part(x, step)
+        return x
+
+    def tree(self, tree: t.Tree, ctx, leaf, failure: str, reraise: ir.Expr | None, span: ir.Span) -> ir.Expr:
+        if isinstance(tree, t.Leaf):
+            return leaf(tree.arm)
+        if isinstance(tree, t.Fail):
+            if failure == "reraise":
+                return ir.Raise(reraise, span)
+            return ir.Raise(ir.Packet(ir.BasisException(failure, span), None, span), span)
+        subject = self.path(tree.path, ctx)
+        datatype = ""
+        cases = []
+        for key, sub in tree.cases:
+            if tree.kind == "con":
+                datatype = _datatype(key.tycon)
+                k = key.tag
+            elif tree.kind == "exn":
+                k = self.exn_con(key, span)
+            else:
+                k = key
+            cases.append((k, self.tree(sub, ctx, leaf, failure, reraise, span)))
+        default = None if tree.default is None else self.tree(tree.default, ctx, leaf, failure, reraise, span)
+        if tree.kind == "con" and datatype not in ("list", "bool"):
+            con = tree.cases[0][0]
+            kinds = {c.has_arg for c in con.tycon.constructors}
+            datatype += "|" + ("args" if kinds == {True} else "tags" if kinds == {False} else "mixed")
+        return ir.Switch(subject, tree.kind, datatype, tuple(cases), default, span)
+
+
+@dataclass(slots=True)
+class _Ctx:
+    locals: set[int]
+
+
+def _uncurry(fn: t.Fn) -> tuple[int, list[t.Var], t.Expr]:
+    params = [fn.param]
+    body = fn.body
+    while isinstance(body, t.Fn):
+        params.append(body.param)
+        body = body.body
+    return len(params), params, body
+
+
+def _count_leaves(tree: t.Tree, counts: dict[int, int]) -> None:
+    stack = [tree]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, t.Leaf):
+            counts[x.arm] = counts.get(x.arm, 0) + 1
+        elif isinstance(x, t.Switch):
+            stack.extend(sub for _, sub in x.cases)
+            if x.default is not None:
+                stack.append(x.default)
+
+
+def _datatype(tycon) -> str:
+    if tycon is B.TYCONS["list"]:
+        return "list"
+    if tycon is B.TYCONS["bool"]:
+        return "bool"
+    return tycon.name
+
+
+def _tycon_name(ty) -> str:
+    ty = prune(ty)
+    if isinstance(ty, TCon):
+        if ty.con is B.TYCONS["bool"]:
+            return "bool"
+        return ty.con.name
+    return "?"
+
+
+def _op_name(name: str, ty) -> str:
+    """`int.+` for an overloaded operator at int, `eq` / `eq.simple` for equality, else `name`."""
+    if name in OVERLOADED or name in ("=", "<>"):
+        ty = prune(ty)
+        dom = prune(ty.args[0]) if isinstance(ty, TCon) else None
+        if isinstance(dom, TRecord):
+            dom = dom.fields[0][1]
+        base = _tycon_name(dom) if dom is not None else "?"
+        if name in ("=", "<>"):
+            return name + (".simple" if base in SIMPLE_EQ else "")
+        return f"{base}.{name}"
+    return name
+
+
+def _binary(op: str) -> bool:
+    return op.split(".")[0] in ("int", "real", "string", "char") and not op.endswith(("~", "abs")) \
+        or op in ("=", "<>", "=.simple", "<>.simple", "^", "/", "div", "mod", ":=", "before")
+
+
+def _reachable(functions: dict[str, ir.Function], root: str) -> set[str]:
+    seen = {root}
+    todo = [root]
+    while todo:
+        f = functions[todo.pop()]
+        stack: list = [f.body]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, tuple):
+                stack.extend(x)
+            elif isinstance(x, (ir.CallKnown, ir.MakeClosure)):
+                key = x.function
+                if key not in seen:
+                    seen.add(key)
+                    todo.append(key)
+                stack.extend(x.args if isinstance(x, ir.CallKnown) else x.free)
+            elif dataclasses.is_dataclass(x) and not isinstance(x, ir.Span):
+                stack.extend(getattr(x, fl.name) for fl in dataclasses.fields(x) if fl.name != "span")
+    return seen
+
+
+PRELUDE_FILE = FilePath(__file__).with_name("prelude.sml")

@@ -1,0 +1,605 @@
+"""ML functions -> Python source, compiled once per module (threaded code, as for PARLOG rules).
+
+Each HPGREM `Function` becomes one Python function. Two kinds:
+- *plain*: its calls are only to primitives and other plain functions, and the plain call graph
+  has no cycles (a self tail call is a loop), so running it directly cannot grow Python's stack
+  without bound;
+- *generator*: everything else. A non-tail call `yield`s the callee's generator to the task's
+  driver (pam/ml/task.py), which keeps the frames on a heap-allocated stack, so ML recursion is
+  bounded by memory, never by Python's stack. A tail call returns the callee's generator, and
+  the driver replaces the frame. `ForkJoin.par` yields fork and join requests.
+
+A function is *pure* when it cannot print or touch a ref (directly, through known calls, or
+through calls of unknown functions when any function that escapes as a value is impure); only
+pure thunks of `ForkJoin.par` may run as separate tasks, so effects keep program order.
+"""
+
+from __future__ import annotations
+
+from hpgrem import ir
+
+FORK, JOIN, CANCEL = "fork", "join", "cancel"
+
+# Inline templates of primitives of two arguments, by op; `{t}` is a fresh temporary.
+_CHECKED = "({t} if -4611686018427387904 <= ({t} := {a} {o} {b}) <= 4611686018427387903 else ovf())"
+BINARY = {
+    "int.+": _CHECKED.replace("{o}", "+"), "int.-": _CHECKED.replace("{o}", "-"),
+    "int.*": _CHECKED.replace("{o}", "*"),
+    "real.+": "({a} + {b})", "real.-": "({a} - {b})", "real.*": "({a} * {b})", "/": "rdiv({a}, {b})",
+    "div": "idiv({a}, {b})", "mod": "imod({a}, {b})",
+    "=.simple": "({a} == {b})", "<>.simple": "({a} != {b})", "=": "eq({a}, {b})", "<>": "(not eq({a}, {b}))",
+    "^": "({a} + {b})", ":=": "assign({a}, {b})", "before": "before({a}, {b})",
+}
+for _ty in ("int", "real", "string", "char"):
+    for _op in ("<", ">", "<=", ">="):
+        BINARY[f"{_ty}.{_op}"] = f"({{a}} {_op} {{b}})"
+UNARY = {
+    "int.~": "({t} if ({t} := -{a}) <= 4611686018427387903 else ovf())",
+    "int.abs": "({t} if ({t} := abs({a})) <= 4611686018427387903 else ovf())",
+    "real.~": "(-{a})", "real.abs": "abs({a})", "not": "(not {a})", "print": "out({a})",
+    "!": "{a}[0]", "ref": "[{a}]",
+}
+
+
+class _Info:
+    __slots__ = ("key", "py", "gen", "pure", "loop", "fn")
+
+    def __init__(self, key: str, py: str, fn: ir.Function):
+        self.key, self.py, self.fn = key, py, fn
+        self.gen = True
+        self.pure = True
+        self.loop = False
+
+
+def _walk(expr):
+    """Every node of an expression (iteratively)."""
+    stack = [expr]
+    while stack:
+        x = stack.pop()
+        yield x
+        stack.extend(_children(x))
+
+
+class Analysis:
+    """Which functions are plain or generators, pure or effectful; the globals' slots."""
+
+    def __init__(self, module: ir.Module):
+        self.info: dict[str, _Info] = {}
+        for i, (key, fn) in enumerate(module.functions.items()):
+            self.info[key] = _Info(key, f"f{i}", fn)
+        self.globals: dict[str, int] = {}
+        calls: dict[str, set[str]] = {}
+        unknown: set[str] = set()
+        escaping: set[str] = set()
+        effects: set[str] = set()
+        for key, fn in module.functions.items():
+            calls[key] = set()
+            for x in _walk(fn.body):
+                if isinstance(x, ir.CallKnown):
+                    calls[key].add(x.function)
+                elif isinstance(x, ir.MakeClosure):
+                    escaping.add(x.function)
+                elif isinstance(x, (ir.Apply, ir.Par)):
+                    unknown.add(key)
+                elif isinstance(x, ir.Prim) and x.op in ("print", "!", ":="):
+                    effects.add(key)
+                elif isinstance(x, (ir.SetGlobal, ir.Global)):
+                    self.globals.setdefault(x.name, len(self.globals))
+        self.calls = calls
+        # purity: a fixpoint over known calls and unknown calls
+        impure = set(effects)
+        changed = True
+        while changed:
+            changed = False
+            any_escaping_impure = bool(impure & escaping)
+            for key in module.functions:
+                if key in impure:
+                    continue
+                if (key in unknown and any_escaping_impure) or calls[key] & impure:
+                    impure.add(key)
+                    changed = True
+        for key in impure:
+            self.info[key].pure = False
+        # plain functions: no unknown calls, no non-tail self calls, callees plain, no cycles
+        plain = {k for k in module.functions if k not in unknown and k != _entry(module)
+                 and not _non_tail_self_call(module.functions[k])}
+        changed = True
+        while changed:
+            changed = False
+            for k in list(plain):
+                if any(c not in plain for c in calls[k] if c != k):
+                    plain.discard(k)
+                    changed = True
+            for k in _on_cycles(plain, calls):
+                plain.discard(k)
+                changed = True
+        for k in plain:
+            self.info[k].gen = False
+        for k, fn in module.functions.items():
+            self.info[k].loop = _self_tail_call(fn)
+
+
+def _entry(module: ir.Module) -> str:
+    return module.entry.target if module.entry is not None else ""
+
+
+def _on_cycles(nodes: set[str], calls: dict[str, set[str]]) -> set[str]:
+    """Nodes on a cycle of length > 1 of the call graph restricted to `nodes`."""
+    import networkx as nx
+    g = nx.DiGraph()
+    g.add_nodes_from(nodes)
+    g.add_edges_from((a, b) for a in nodes for b in calls[a] if b in nodes and b != a)
+    out: set[str] = set()
+    for comp in nx.strongly_connected_components(g):
+        if len(comp) > 1:
+            out |= comp
+    return out
+
+
+def _tail_positions(fn: ir.Function):
+    """Yield (expr, is_tail) for the calls of a function body."""
+    stack = [(fn.body, True)]
+    while stack:
+        x, tail = stack.pop()
+        if isinstance(x, ir.CallKnown):
+            yield x, tail
+            stack.extend((a, False) for a in x.args)
+        elif isinstance(x, ir.If):
+            stack += [(x.cond, False), (x.then, tail), (x.else_, tail)]
+        elif isinstance(x, ir.Let):
+            stack += [(x.value, False), (x.body, tail)]
+        elif isinstance(x, ir.Sequence):
+            stack += [(e, False) for e in x.exprs[:-1]] + [(x.exprs[-1], tail)]
+        elif isinstance(x, ir.Switch):
+            stack.append((x.subject, False))
+            stack += [(e, tail) for _, e in x.cases]
+            stack += [(k, False) for k, _ in x.cases if not isinstance(k, (int, str))]
+            if x.default is not None:
+                stack.append((x.default, tail))
+        else:
+            for node in _children(x):
+                stack.append((node, False))
+
+
+def _children(x) -> list:
+    out = []
+    if not hasattr(x, "__dataclass_fields__"):
+        return out
+    for name in x.__dataclass_fields__:
+        if name == "span":
+            continue
+        v = getattr(x, name)
+        if isinstance(v, tuple):
+            for item in v:
+                if isinstance(item, tuple):
+                    out.extend(i for i in item if hasattr(i, "__dataclass_fields__"))
+                elif hasattr(item, "__dataclass_fields__"):
+                    out.append(item)
+        elif hasattr(v, "__dataclass_fields__"):
+            out.append(v)
+    return out
+
+
+def _non_tail_self_call(fn: ir.Function) -> bool:
+    return any(c.function == fn.key and not tail for c, tail in _tail_positions(fn))
+
+
+def _self_tail_call(fn: ir.Function) -> bool:
+    return any(c.function == fn.key and tail for c, tail in _tail_positions(fn))
+
+
+# ---------------------------------------------------------------------------------------------
+# Code generation
+
+
+class _Emitter:
+    def __init__(self):
+        self.lines: list[str] = []
+        self.depth = 1
+        self.temps = 0
+
+    def emit(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    def temp(self) -> str:
+        self.temps += 1
+        return f"_t{self.temps}"
+
+
+_ATOMIC_PREFIXES = ("_t", "v", "G[")
+
+
+class FunctionCompiler:
+    """Compiles one function's body into Python statements."""
+
+    def __init__(self, analysis: Analysis, info: _Info, constants: dict):
+        self.a = analysis
+        self.info = info
+        self.fn = info.fn
+        self.out = _Emitter()
+        self.names: dict[str, str] = {}
+        self.constants = constants
+
+    def local(self, name: str) -> str:
+        py = self.names.get(name)
+        if py is None:
+            py = self.names[name] = f"v{len(self.names)}"
+        return py
+
+    def const(self, value) -> str:
+        """A name for a constant object of the generated module."""
+        name = self.constants.get(("lit", repr(value)))
+        if name is None:
+            name = self.constants[("lit", repr(value))] = f"k{len(self.constants)}"
+            self.constants[name] = value
+        return name
+
+    def source(self) -> str:
+        params = [self.local(p) for p in self.fn.params]
+        head = f"def {self.info.py}({', '.join(params)}):"
+        out = self.out
+        if self.info.loop:
+            out.emit("while True:")
+            out.depth += 1
+        self.ret(self.fn.body)
+        if self.info.gen:
+            out.depth = 1
+            out.emit("if 0: yield")
+        return "\n".join([head, *out.lines])
+
+    # ---- tail position ------------------------------------------------------------------------
+    def ret(self, e) -> None:
+        out = self.out
+        if isinstance(e, ir.If):
+            c = self.expr(e.cond)
+            out.emit(f"if {c}:")
+            self.block(lambda: self.ret(e.then))
+            out.emit("else:")
+            self.block(lambda: self.ret(e.else_))
+        elif isinstance(e, ir.Let):
+            self.assign(e.value, self.local(e.name))
+            self.ret(e.body)
+        elif isinstance(e, ir.Sequence):
+            for x in e.exprs[:-1]:
+                self.stmt(x)
+            self.ret(e.exprs[-1])
+        elif isinstance(e, ir.Switch):
+            self.switch(e, self.ret)
+        elif isinstance(e, ir.Raise):
+            out.emit(f"raise {self.expr(e.exn)}")
+        elif isinstance(e, ir.CallKnown):
+            callee = self.a.info[e.function]
+            args = self.exprs(e.args)
+            if e.function == self.fn.key and self.info.loop:
+                params = [self.local(p) for p in self.fn.params]
+                if params:
+                    out.emit(f"{', '.join(params)} = {', '.join(args)}")
+                out.emit("continue")
+            else:
+                out.emit(f"return {callee.py}({', '.join(args)})")
+        elif isinstance(e, ir.Apply) and self.info.gen:
+            f, x = self.exprs((e.fn, e.arg), atomic=True)
+            out.emit(f"return {f}.fn(*{f}.env, {x})")
+        else:
+            out.emit(f"return {self.expr(e)}")
+
+    def block(self, body) -> None:
+        self.out.depth += 1
+        n = len(self.out.lines)
+        body()
+        if len(self.out.lines) == n:
+            self.out.emit("pass")
+        self.out.depth -= 1
+
+    # ---- statements ---------------------------------------------------------------------------
+    def stmt(self, e) -> None:
+        """Evaluate `e` for its effects."""
+        if isinstance(e, ir.Lit | ir.Local | ir.Global):
+            return
+        if isinstance(e, ir.Sequence):
+            for x in e.exprs:
+                self.stmt(x)
+            return
+        if isinstance(e, ir.SetGlobal):
+            v = self.expr(e.value)
+            self.out.emit(f"G[{self.a.globals[e.name]}] = {v}")
+            return
+        if isinstance(e, ir.Raise):
+            self.out.emit(f"raise {self.expr(e.exn)}")
+            return
+        if isinstance(e, ir.While):
+            self.while_(e)
+            return
+        if isinstance(e, (ir.If, ir.Switch, ir.Let, ir.Handle)):
+            self.assign(e, "_")
+            return
+        x = self.expr(e)
+        if not _atomic(x):
+            self.out.emit(x)
+
+    def while_(self, e: ir.While) -> None:
+        out = self.out
+        out.emit("while True:")
+        out.depth += 1
+        c = self.expr(e.cond)
+        out.emit(f"if not {c}: break")
+        self.stmt(e.body)
+        out.depth -= 1
+
+    def assign(self, e, target: str) -> None:
+        """Evaluate `e` into the Python variable `target`."""
+        out = self.out
+        if isinstance(e, ir.If):
+            c = self.expr(e.cond)
+            out.emit(f"if {c}:")
+            self.block(lambda: self.assign(e.then, target))
+            out.emit("else:")
+            self.block(lambda: self.assign(e.else_, target))
+        elif isinstance(e, ir.Let):
+            self.assign(e.value, self.local(e.name))
+            self.assign(e.body, target)
+        elif isinstance(e, ir.Sequence):
+            for x in e.exprs[:-1]:
+                self.stmt(x)
+            self.assign(e.exprs[-1], target)
+        elif isinstance(e, ir.Switch):
+            self.switch(e, lambda branch: self.assign(branch, target))
+        elif isinstance(e, ir.Handle):
+            out.emit("try:")
+            self.block(lambda: self.assign(e.body, target))
+            out.emit("except Packet as _p:")
+            out.depth += 1
+            out.emit(f"{self.local(e.name)} = _p")
+            out.emit("_p.__traceback__ = None")
+            self.assign(e.handler, target)
+            out.depth -= 1
+        elif isinstance(e, ir.Raise):
+            out.emit(f"raise {self.expr(e.exn)}")
+        elif isinstance(e, ir.While):
+            self.while_(e)
+            out.emit(f"{target} = ()")
+        elif isinstance(e, ir.SetGlobal):
+            self.stmt(e)
+            out.emit(f"{target} = ()")
+        else:
+            out.emit(f"{target} = {self.expr(e)}")
+
+    def switch(self, e: ir.Switch, branch) -> None:
+        out = self.out
+        subject = self.expr(e.subject)
+        if not _atomic(subject):
+            tmp = out.temp()
+            out.emit(f"{tmp} = {subject}")
+            subject = tmp
+        cases = list(e.cases)
+        if e.kind == "con" and e.datatype == "list":
+            tests = {0: f"{subject} is None", 1: f"{subject} is not None"}
+        elif e.kind == "con" and e.datatype == "bool":
+            tests = {0: f"not {subject}", 1: f"{subject}"}
+        elif e.kind == "con":
+            rep = e.datatype.rsplit("|", 1)[-1]
+            tag = subject if rep == "tags" else f"{subject}[0]" if rep == "args" else \
+                f"({subject} if {subject}.__class__ is int else {subject}[0])"
+            if len(cases) > 1 or e.default is not None:
+                tmp = out.temp()
+                out.emit(f"{tmp} = {tag}")
+                tag = tmp
+            tests = {k: f"{tag} == {k}" for k, _ in cases}
+        elif e.kind == "exn":
+            tmp = out.temp()
+            out.emit(f"{tmp} = {subject}.con")
+            tests = {}
+            for i, (k, _) in enumerate(cases):
+                tests[i] = f"{tmp} is {self.expr(k)}"
+            cases = [(i, body) for i, (_, body) in enumerate(cases)]
+        else:
+            tests = {k: f"{subject} == {self.const(k) if isinstance(k, str) else repr(k)}" for k, _ in cases}
+        for i, (k, body) in enumerate(cases):
+            last = i == len(cases) - 1 and e.default is None
+            if last and i > 0:
+                out.emit("else:")
+            elif last:
+                out.emit("if True:")
+            else:
+                out.emit(f"{'if' if i == 0 else 'elif'} {tests[k]}:")
+            self.block(lambda body=body: branch(body))
+        if e.default is not None:
+            if cases:
+                out.emit("else:")
+                self.block(lambda: branch(e.default))
+            else:
+                branch(e.default)
+
+    # ---- expressions ----------------------------------------------------------------------------
+    def exprs(self, items, atomic: bool = False) -> list[str]:
+        """Expressions in order: an earlier result is kept in a temporary when a later one needs
+        statements, so that evaluation stays left to right."""
+        out = self.out
+        results: list[str] = []
+        for x in items:
+            mark = len(out.lines)
+            r = self.expr(x)
+            if len(out.lines) != mark:
+                # statements were emitted: earlier non-atomic results must be computed first
+                for j, prev in enumerate(results):
+                    if not _atomic(prev):
+                        tmp = out.temp()
+                        out.lines.insert(mark, "    " * out.depth + f"{tmp} = {prev}")
+                        mark += 1
+                        results[j] = tmp
+            if atomic and not _atomic(r):
+                tmp = out.temp()
+                out.emit(f"{tmp} = {r}")
+                r = tmp
+            results.append(r)
+        return results
+
+    def expr(self, e) -> str:
+        out = self.out
+        if isinstance(e, ir.Lit):
+            v = e.value
+            if v is None:
+                return "()"
+            if isinstance(v, str):
+                return self.const(v)
+            if isinstance(v, float):
+                return self.const(v)
+            return repr(v)
+        if isinstance(e, ir.Local):
+            return self.local(e.name)
+        if isinstance(e, ir.Global):
+            return f"G[{self.a.globals[e.name]}]"
+        if isinstance(e, ir.Tuple):
+            if e.order:
+                parts = self.exprs([e.items[i] for i in e.order])
+                items = [""] * len(e.items)
+                for pos, value in zip(e.order, parts):
+                    items[pos] = value
+            else:
+                items = self.exprs(e.items)
+            if len(items) == 1:
+                return f"({items[0]},)"
+            return f"({', '.join(items)})"
+        if isinstance(e, ir.Part):
+            v = self.expr(e.value)
+            step = e.step
+            if step == "cons":
+                return v
+            if step == "arg":
+                return f"{v}[1]"
+            if step == "exnarg":
+                return f"{v}.arg"
+            if step == "deref":
+                return f"{v}[0]"
+            return f"{v}[{step}]"
+        if isinstance(e, ir.Construct):
+            if e.datatype == "list":
+                return "None" if e.tag == 0 else self.expr(e.arg)
+            if e.datatype == "bool":
+                return "True" if e.tag else "False"
+            if e.arg is None:
+                return repr(e.tag)
+            return f"({e.tag}, {self.expr(e.arg)})"
+        if isinstance(e, ir.MakeClosure):
+            callee = self.a.info[e.function]
+            maker = self.constants.get(("closure", e.function))
+            if maker is None:
+                maker = self.constants[("closure", e.function)] = f"mk{len(self.constants)}"
+            if not e.free:
+                name = self.constants.get(("closure0", e.function))
+                if name is None:
+                    name = self.constants[("closure0", e.function)] = f"c{len(self.constants)}"
+                return name
+            free = self.exprs(e.free)
+            return f"{maker}(({', '.join(free)},))"
+        if isinstance(e, ir.Prim):
+            return self.prim(e)
+        if isinstance(e, ir.CallKnown):
+            callee = self.a.info[e.function]
+            args = self.exprs(e.args)
+            call = f"{callee.py}({', '.join(args)})"
+            if not callee.gen:
+                return call
+            tmp = out.temp()
+            out.emit(f"{tmp} = yield {call}")
+            return tmp
+        if isinstance(e, ir.Apply):
+            f, x = self.exprs((e.fn, e.arg), atomic=True)
+            tmp = out.temp()
+            out.emit(f"{tmp} = {f}.fn(*{f}.env, {x})")
+            out.emit(f"if {f}.gen: {tmp} = yield {tmp}")
+            return tmp
+        if isinstance(e, ir.Packet):
+            con = self.expr(e.con)
+            if e.arg is None:
+                return f"Packet({con})"
+            con, arg = self.exprs((e.con, e.arg))
+            return f"Packet({con}, {arg})"
+        if isinstance(e, ir.BasisException):
+            return f"X_{e.name}"
+        if isinstance(e, ir.NewException):
+            return f"ExnCon({e.name!r}, {e.has_arg})"
+        if isinstance(e, ir.Par):
+            return self.par(e)
+        if isinstance(e, ir.Sequence):
+            for x in e.exprs[:-1]:
+                self.stmt(x)
+            return self.expr(e.exprs[-1])
+        if isinstance(e, ir.Let):
+            self.assign(e.value, self.local(e.name))
+            return self.expr(e.body)
+        if isinstance(e, ir.SetGlobal | ir.While):
+            self.stmt(e)
+            return "()"
+        if isinstance(e, ir.Raise):
+            out.emit(f"raise {self.expr(e.exn)}")
+            return "()"
+        tmp = out.temp()
+        self.assign(e, tmp)
+        return tmp
+
+    def prim(self, e: ir.Prim) -> str:
+        op = e.op
+        if op in BINARY:
+            a, b = self.exprs(e.args)
+            t = self.out.temp() if "{t}" in BINARY[op] else ""
+            return BINARY[op].format(a=a, b=b, t=t)
+        if op in UNARY:
+            (a,) = self.exprs(e.args)
+            t = self.out.temp() if "{t}" in UNARY[op] else ""
+            return UNARY[op].format(a=a, t=t)
+        args = self.exprs(e.args)
+        name = self.constants.get(("prim", op))
+        if name is None:
+            name = self.constants[("prim", op)] = f"p{len(self.constants)}"
+        if len(args) == 2:  # a curried basis function applied to both arguments
+            return f"{name}({args[0]})({args[1]})"
+        return f"{name}({args[0]})"
+
+    def par(self, e: ir.Par) -> str:
+        """`ForkJoin.par`: fork the right thunk as a task when both are pure, run the left one
+        here, then join (taking the right one back to run here if no one has started it)."""
+        out = self.out
+        left, right = self.exprs((e.left, e.right), atomic=True)
+        a, b = out.temp(), out.temp()
+        out.emit(f"if {left}.pure and {right}.pure:")
+        out.depth += 1
+        child = out.temp()
+        out.emit(f"{child} = yield ({FORK!r}, {right})")
+        out.emit("try:")
+        out.emit(f"    {a} = {left}.fn(*{left}.env, ())")
+        out.emit(f"    if {left}.gen: {a} = yield {a}")
+        out.emit("except Packet:")
+        out.emit(f"    yield ({CANCEL!r}, {child})")
+        out.emit("    raise")
+        out.emit(f"{b} = yield ({JOIN!r}, {child})")
+        out.depth -= 1
+        out.emit("else:")
+        out.depth += 1
+        out.emit(f"{a} = {left}.fn(*{left}.env, ())")
+        out.emit(f"if {left}.gen: {a} = yield {a}")
+        out.emit(f"{b} = {right}.fn(*{right}.env, ())")
+        out.emit(f"if {right}.gen: {b} = yield {b}")
+        out.depth -= 1
+        return f"({a}, {b})"
+
+
+def _atomic(x: str) -> bool:
+    """A Python expression whose value cannot change between now and later statements."""
+    if x in ("()", "None", "True", "False"):
+        return True
+    if x.startswith(("_t", "k", "c", "X_")) and x.replace("_", "").isalnum():
+        return True
+    if x.startswith("v") and x[1:].isdigit():
+        return True
+    return x.lstrip("-").isdigit()
+
+
+def generate(module: ir.Module) -> tuple[str, Analysis, dict]:
+    """The Python source of every function of `module`, its analysis and its constants."""
+    analysis = Analysis(module)
+    constants: dict = {}
+    parts = []
+    for key, info in analysis.info.items():
+        parts.append(FunctionCompiler(analysis, info, constants).source())
+    return "\n\n".join(parts) + "\n", analysis, constants

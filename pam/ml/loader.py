@@ -1,0 +1,111 @@
+"""Loads a module's ML functions onto a PE: the generated source is compiled once per module
+and executed once per PE, in a namespace holding that PE's globals, output and basis."""
+
+from __future__ import annotations
+
+import math
+
+from hpgrem import ir
+from pam.ml import codegen
+from pam.ml.task import make_step
+from pam.ml.values import BASIS_EXCEPTIONS, DIV, OVERFLOW, Closure, ExnCon, Packet
+from pam.task import MLTask
+
+
+class CompiledML:
+    """A module's ML code, compiled once; `namespace(pe)` makes a PE's copy."""
+
+    def __init__(self, module: ir.Module):
+        self.module = module
+        self.source, self.analysis, self.constants = codegen.generate(module)
+        self.code = compile(self.source, "<hpgrem ml>", "exec")
+
+    def load(self, pe, output) -> dict:
+        """Execute the code for `pe`; returns {entry key: step proc} and keeps the namespace."""
+        from pam.ml import basis
+
+        ns: dict = {
+            "Packet": Packet, "ExnCon": ExnCon, "Closure": Closure,
+            "G": [None] * len(self.analysis.globals),
+            "ovf": _overflow, "idiv": _idiv, "imod": _imod, "rdiv": _rdiv, "assign": _assign,
+            "before": _before, "eq": basis.ml_equal, "out": _printer(output),
+        }
+        for name, con in BASIS_EXCEPTIONS.items():
+            ns[f"X_{name}"] = con
+        infos = self.analysis.info
+        deferred = []
+        for key, name in self.constants.items():
+            if isinstance(key, str):
+                ns[key] = name  # a literal: `name` is its value here
+            elif key[0] == "prim":
+                ns[name] = _primitive(basis, key[1])
+            elif key[0] in ("closure", "closure0"):
+                deferred.append((key, name))
+        exec(self.code, ns)
+        for (kind, fkey), name in deferred:
+            info = infos[fkey]
+            fn = ns[info.py]
+            if kind == "closure0":
+                ns[name] = Closure(fn, (), fkey, info.gen, info.pure)
+            else:
+                ns[name] = (lambda fn, k, g, p: lambda env: Closure(fn, env, k, g, p))(fn, fkey, info.gen, info.pure)
+        self.ns = ns
+        step = make_step(pe, basis.exn_message)
+        entry = infos[self.module.entry.target]
+        main = ns[entry.py]
+        step.entry = lambda: MLTask(step, None, None, entry.fn.span, [main()])
+        return {self.module.entry.target: step}
+
+
+def _primitive(basis, op: str):
+    if op in basis.PRIMITIVES:
+        return basis.PRIMITIVES[op]
+    name, _, ty = op.partition(".") if op[0].islower() and "." in op else (op, "", "")
+    if (op.split(".", 1)[1], op.split(".", 1)[0]) in basis.OVERLOADED:
+        ty, name = op.split(".", 1)
+        return basis.OVERLOADED[(name, ty)]
+    raise KeyError(f"no primitive for {op}")
+
+
+def _printer(output):
+    def out(s: str):
+        output(s)
+        return ()
+    return out
+
+
+def _overflow():
+    raise Packet(OVERFLOW)
+
+
+def _idiv(a: int, b: int) -> int:
+    if b == 0:
+        raise Packet(DIV)
+    q = a // b
+    if q > 4611686018427387903:
+        raise Packet(OVERFLOW)
+    return q
+
+
+def _imod(a: int, b: int) -> int:
+    if b == 0:
+        raise Packet(DIV)
+    return a % b
+
+
+def _rdiv(a: float, b: float) -> float:
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a == 0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def _assign(r: list, v):
+    r[0] = v
+    return ()
+
+
+def _before(a, b):
+    return a

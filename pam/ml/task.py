@@ -1,0 +1,146 @@
+"""ML evaluation as tasks of the PE loop: a task steps its stack of generator frames.
+
+A task's `stack` holds the generators of the ML calls in progress (pam/ml/codegen.py); the
+driver sends each callee's result to its caller, throws a raised exception into the caller
+(where a `handle` may catch it), replaces a frame on a tail call and pushes one on a call. So a
+step ends as the machine's protocol says: the task finished (commit), it waits for the result of
+a forked task (suspend on that variable), or its exception reached the top (fail).
+
+`ForkJoin.par`: the right thunk becomes a child task that anyone may run or steal; the parent
+runs the left thunk, then joins: a child no one started is cancelled and run in place (so on one
+PE, par costs little more than two calls); otherwise the parent suspends on the child's result
+variable. A result is `(True, value)` or `(False, packet)`; the join re-raises the packet, and if
+the left thunk raised, that exception wins, as in sequential evaluation.
+"""
+
+from __future__ import annotations
+
+from types import GeneratorType
+
+from pam.errors import Uncaught
+from pam.ml.codegen import CANCEL, FORK, JOIN
+from pam.ml.values import Packet
+from pam.task import CANCELLED, STARTED, UNSTARTED, MLTask
+from pam.terms import Var
+
+INNER = 100  # frame transitions per step, before the task yields the PE
+
+
+def make_step(pe, describe):
+    """The `proc` of ML tasks on `pe`; `describe(packet)` is the text of an uncaught exception."""
+    GEN = GeneratorType
+
+    def finish(t, ok: bool, v):
+        if t.result is None:
+            if ok:
+                return None
+            raise Uncaught(f"uncaught exception {describe(v)}")
+        pe.bind(t.result, (ok, v))
+        return None
+
+    def step(t):
+        st = t.stack
+        value, exc = t.value, t.exc
+        if t.pending is not None:  # a join that waits for a child's result
+            r = t.pending.result
+            if r.val is None:
+                return [r]
+            t.pending = None
+            ok, v = r.val
+            if ok:
+                value = v
+            else:
+                exc = v
+        elif not st:  # a forked task starts: apply its thunk
+            if t.state == CANCELLED:
+                return None
+            t.state = STARTED
+            c = t.thunk
+            try:
+                v = c.fn(*c.env, ())
+            except Packet as p:
+                p.__traceback__ = None
+                return finish(t, False, p)
+            if not c.gen:
+                return finish(t, True, v)
+            st.append(v)
+        gen = st[-1]
+        n = INNER
+        while True:
+            try:
+                if exc is None:
+                    r = gen.send(value)
+                else:
+                    e, exc = exc, None
+                    r = gen.throw(e)
+            except StopIteration as s:
+                v = s.value
+                if type(v) is GEN:  # a tail call: the callee replaces the frame
+                    st[-1] = gen = v
+                    value = None
+                    continue
+                st.pop()
+                if not st:
+                    return finish(t, True, v)
+                gen = st[-1]
+                value = v
+            except Packet as p:
+                p.__traceback__ = None
+                st.pop()
+                if not st:
+                    return finish(t, False, p)
+                gen = st[-1]
+                exc = p
+                value = None
+            else:
+                if type(r) is GEN:  # a call
+                    st.append(r)
+                    gen = r
+                    value = None
+                else:
+                    kind, arg = r
+                    value = None
+                    if kind == FORK:
+                        child = MLTask(step, arg, Var(), t.site)
+                        pe.push(child)
+                        value = child
+                    elif kind == JOIN:
+                        if arg.state == UNSTARTED:  # no one took it: run it here
+                            arg.state = CANCELLED
+                            c = arg.thunk
+                            try:
+                                v = c.fn(*c.env, ())
+                            except Packet as p:
+                                p.__traceback__ = None
+                                exc = p
+                                continue
+                            if c.gen:
+                                st.append(v)
+                                gen = v
+                            else:
+                                value = v
+                        else:
+                            r = arg.result
+                            if r.val is None:
+                                t.pending = arg
+                                t.value = t.exc = None
+                                return [r]
+                            ok, v = r.val
+                            if ok:
+                                value = v
+                            else:
+                                exc = v
+                    elif kind == CANCEL:
+                        if arg.state == UNSTARTED:
+                            arg.state = CANCELLED
+            n -= 1
+            if not n:
+                t.value, t.exc = value, exc
+                return t
+
+    step.cost = 10
+    step.goal_name = "ml"
+    step.goal_arity = 0
+    step.key = "ml"
+    step.exportable = False
+    return step

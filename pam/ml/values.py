@@ -1,0 +1,110 @@
+"""How ML values are represented at run time (the contract between compiled code and the basis).
+
+Types are static, so values carry no type tags beyond what pattern matching needs:
+
+| ML                         | Python                                                        |
+|----------------------------|---------------------------------------------------------------|
+| int                        | int, kept within 63 bits (MIN_INT..MAX_INT, else `Overflow`)  |
+| real                       | float                                                         |
+| string, char               | str (a char is a str of length 1)                             |
+| bool                       | True / False                                                  |
+| unit, tuples, records      | tuple (records in canonical label order; unit is `()`)        |
+| list                       | None for nil, a 2-tuple `(head, tail)` for `::`               |
+| other datatypes (option, StringCvt.realfmt, user datatypes) | a constructor without argument is its tag (int, the constructor's position in its datatype); one with an argument is `(tag, arg)` |
+| 'a ref                     | a one-element Python list `[contents]`                        |
+| exn                        | a `Packet` (an exception constructor `ExnCon` and its argument) |
+| functions                  | a `Closure`                                                    |
+
+Raising an ML exception raises its `Packet` (a Python exception); `handle` catches `Packet`.
+"""
+
+from __future__ import annotations
+
+MAX_INT = (1 << 62) - 1
+MIN_INT = -(1 << 62)
+
+NONE = 0
+
+
+def some(x):
+    return (1, x)
+
+
+class ExnCon:
+    """An exception constructor. Identity is what matters: SML exceptions are generative, so a
+    declaration evaluated twice makes two different constructors with the same name."""
+
+    __slots__ = ("name", "has_arg")
+
+    def __init__(self, name: str, has_arg: bool = False) -> None:
+        self.name = name
+        self.has_arg = has_arg
+
+    def __repr__(self) -> str:
+        return f"ExnCon({self.name})"
+
+
+class Packet(Exception):
+    """An exception value (type exn); raising it raises the ML exception."""
+
+    def __init__(self, con: ExnCon, arg=None) -> None:
+        super().__init__(con.name)
+        self.con = con
+        self.arg = arg
+
+    def __repr__(self) -> str:
+        return f"Packet({self.con.name}, {self.arg!r})"
+
+
+BASIS_EXCEPTIONS: dict[str, ExnCon] = {name: ExnCon(name, name == "Fail") for name in (
+    "Bind", "Match", "Div", "Overflow", "Subscript", "Empty", "Option", "Chr", "Size", "Fail")}
+BIND = BASIS_EXCEPTIONS["Bind"]
+MATCH = BASIS_EXCEPTIONS["Match"]
+DIV = BASIS_EXCEPTIONS["Div"]
+OVERFLOW = BASIS_EXCEPTIONS["Overflow"]
+SUBSCRIPT = BASIS_EXCEPTIONS["Subscript"]
+EMPTY = BASIS_EXCEPTIONS["Empty"]
+OPTION = BASIS_EXCEPTIONS["Option"]
+CHR = BASIS_EXCEPTIONS["Chr"]
+SIZE = BASIS_EXCEPTIONS["Size"]
+FAIL = BASIS_EXCEPTIONS["Fail"]
+
+
+def raise_ml(con: ExnCon, arg=None):
+    raise Packet(con, arg)
+
+
+class Closure:
+    """A function value: `fn` is the compiled code of a lifted function, `env` the values of
+    its free variables (a tuple), `key` the function's name in the module (for packing and
+    reports). `gen` is true when `fn` is a generator function (its calls go through the task's
+    frame stack) and false when it is plain code that returns its result directly."""
+
+    __slots__ = ("fn", "env", "key", "gen", "pure")
+
+    def __init__(self, fn, env: tuple, key: str, gen: bool, pure: bool) -> None:
+        self.fn = fn
+        self.env = env
+        self.key = key
+        self.gen = gen
+        self.pure = pure
+
+    def __repr__(self) -> str:
+        return f"<fn {self.key}>"
+
+
+def ml_list(items) -> object:
+    """A Python iterable as an ML list."""
+    out = None
+    for x in reversed(list(items)):
+        out = (x, out)
+    return out
+
+
+def py_list(xs) -> list:
+    """An ML list as a Python list (iteratively: lists may be long)."""
+    out = []
+    while xs is not None:
+        out.append(xs[0])
+        xs = xs[1]
+    return out
