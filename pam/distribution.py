@@ -15,7 +15,7 @@ import random
 
 from pam.errors import ProgramFailure
 from pam.pack import GlobalRef, pack, size_bytes, unpack
-from pam.task import MOVED, AndGroup, Task
+from pam.task import MOVED, STARTED, UNSTARTED, AndGroup, MLTask, Task
 from pam.termination import Safra
 from pam.terms import Cons, Struct, Var, deref
 from pam.transport import Message
@@ -64,6 +64,7 @@ class Net:
         self.transport = transport
         self.topology = topology
         self.procs = procs
+        self.ml = None  # this PE's ML code (pam.ml.loader.MLPlace), when the module has any
         self.rng = random.Random(seed * 7919 + pe.number)
         self.now = now
         self.exports: dict[int, list] = {}      # ident -> [var, weight given out]
@@ -127,7 +128,7 @@ class Net:
         return pack(term, self.export_var)
 
     def unpack(self, code: list):
-        return unpack(code, self.resolve)
+        return unpack(code, self.resolve, self.ml.closure if self.ml is not None else None)
 
     def name_variables(self, variables, names: dict) -> None:
         """Give variables names that mean the same on every PE (`_G<owner>_<number>`)."""
@@ -236,6 +237,9 @@ class Net:
     # -- tasks --------------------------------------------------------------------------------
     def export_task(self, task: Task, dst: int) -> None:
         """Send `task` to run on `dst`; it stays a member of its group until FINISH returns."""
+        if type(task) is MLTask:
+            self.export_ml_task(task, dst)
+            return
         group_ref = None
         if task.group is not None:
             gid = self.next_ident
@@ -246,8 +250,20 @@ class Net:
         payload = (task.proc.key, code, task.site, group_ref)
         self.send("SPAWN", dst, payload, size_bytes(code) + 8)
 
+    def export_ml_task(self, task: MLTask, dst: int) -> None:
+        """A forked ML thunk (pure, not started) leaves with the globals its code may read;
+        its result variable stays here and the thief binds it."""
+        task.state = STARTED
+        code = self.pack((task.thunk, task.result, self.ml.globals_for(task.thunk)))
+        self.send("SPAWN", dst, (None, code, task.site, None), size_bytes(code) + 8)
+
     def got_spawn(self, payload) -> None:
         key, code, site, group_ref = payload
+        if key is None:
+            thunk, result, globals_ = self.unpack(code)
+            self.ml.set_globals(globals_)
+            self.pe.push(MLTask(self.ml.step, thunk, result, site))
+            return
         args = self.unpack(code).args
         group = None
         if group_ref is not None:
@@ -307,6 +323,11 @@ class Net:
             return None
         for i in range(min(len(ready), 256)):
             t = ready[i]
+            if type(t) is MLTask:
+                if t.state == UNSTARTED and t.thunk.pure:
+                    del ready[i]
+                    return t
+                continue
             proc = t.proc
             if getattr(proc, "exportable", False) and all(type(deref(t.args[k])) is not Var for k in proc.needs):
                 del ready[i]

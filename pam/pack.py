@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pam.ml.values import Closure, ExnCon, Packet, exn_by_uid
 from pam.terms import Cons, Struct, Var, mkatom
 
 WORD = 4  # bytes per word on a T800
@@ -34,6 +35,25 @@ class _Build:
 
 
 _CONS = _Build(None, 2)
+
+
+@dataclass(frozen=True, slots=True)
+class _MLBuild:
+    """Pop `arity` items and build an ML value: a tuple (`what` "tuple"), a ref cell ("ref"),
+    an exception packet ("packet": constructor, then argument if `arity` is 2) or a closure
+    of function `what` (its environment)."""
+
+    what: str
+    arity: int
+
+
+@dataclass(frozen=True, slots=True)
+class _ExnRef:
+    """An ML exception constructor, known everywhere by `uid` (basis ones by their name)."""
+
+    name: str
+    has_arg: bool
+    uid: object
 
 
 def pack(term, export) -> list:
@@ -60,17 +80,49 @@ def pack(term, export) -> list:
         elif tt is Struct:
             stack.append(_Build(t.name, len(t.args)))
             stack.extend(reversed(t.args))
+        elif tt is tuple:
+            stack.append(_MLBuild("tuple", len(t)))
+            stack.extend(reversed(t))
+        elif tt is Closure:
+            stack.append(_MLBuild(t.key, len(t.env)))
+            stack.extend(reversed(t.env))
+        elif tt is Packet:
+            stack.append(_MLBuild("packet", 1 if t.arg is None and not t.con.has_arg else 2))
+            if t.arg is not None or t.con.has_arg:
+                stack.append(t.arg)
+            stack.append(t.con)
+        elif tt is ExnCon:
+            code.append(_ExnRef(t.name, t.has_arg, t.global_uid()))
+        elif tt is list:  # an ML ref travels as a copy (only pure code, which never reads it, moves)
+            stack.append(_MLBuild("ref", 1))
+            stack.append(t[0])
         else:
             code.append(t)
     return code
 
 
-def unpack(code: list, resolve):
-    """The term a postfix list describes; `resolve(ref)` turns each GlobalRef into a variable."""
+def unpack(code: list, resolve, functions=None):
+    """The term a postfix list describes; `resolve(ref)` turns each GlobalRef into a variable;
+    `functions(key)` makes the closure of an ML function from its environment."""
     out: list = []
     for item in code:
         ti = type(item)
-        if ti is _Build:
+        if ti is _MLBuild:
+            n = item.arity
+            args = out[len(out) - n:] if n else []
+            del out[len(out) - n:]
+            what = item.what
+            if what == "tuple":
+                out.append(tuple(args))
+            elif what == "ref":
+                out.append([args[0]])
+            elif what == "packet":
+                out.append(Packet(args[0], args[1] if n == 2 else None))
+            else:
+                out.append(functions(what, tuple(args)))
+        elif ti is _ExnRef:
+            out.append(exn_by_uid(item.name, item.has_arg, item.uid))
+        elif ti is _Build:
             n = item.arity
             args = out[len(out) - n:]
             del out[len(out) - n:]

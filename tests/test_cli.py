@@ -60,8 +60,8 @@ def test_plan_is_dispatched():
     assert json.loads(r.stdout)["params"] > 100_000_000
 
 
-def test_not_yet_commands_say_so():
+def test_missing_ml_file_and_bad_topology_are_usage_errors():
     r = hpgrem("run", "prog.sml")
-    assert r.returncode == 2 and "not supported yet" in r.stderr
+    assert r.returncode == 2 and "no such file" in r.stderr
     r = hpgrem("run", NREV, "--pes", "4", "--topology", "mesh:3x3")
     assert r.returncode == 2 and "9 PEs" in r.stderr and "Traceback" not in r.stderr

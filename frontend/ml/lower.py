@@ -553,7 +553,7 @@ def _op_name(name: str, ty) -> str:
 
 
 def _binary(op: str) -> bool:
-    return op.split(".")[0] in ("int", "real", "string", "char") and not op.endswith(("~", "abs")) \
+    return "." in op and op.split(".")[0] in ("int", "real", "string", "char") and not op.endswith(("~", "abs")) \
         or op in ("=", "<>", "=.simple", "<>.simple", "^", "/", "div", "mod", ":=", "before")
 
 

@@ -69,22 +69,30 @@ class Analysis:
             self.info[key] = _Info(key, f"f{i}", fn)
         self.globals: dict[str, int] = {}
         calls: dict[str, set[str]] = {}
+        self.reads: dict[str, set[int]] = {}  # global slots each function reads
+        self.refs: dict[str, set[str]] = {}  # functions each one calls or makes closures of
         unknown: set[str] = set()
         escaping: set[str] = set()
         effects: set[str] = set()
         for key, fn in module.functions.items():
             calls[key] = set()
+            self.reads[key] = set()
+            self.refs[key] = set()
             for x in _walk(fn.body):
                 if isinstance(x, ir.CallKnown):
                     calls[key].add(x.function)
+                    self.refs[key].add(x.function)
                 elif isinstance(x, ir.MakeClosure):
                     escaping.add(x.function)
+                    self.refs[key].add(x.function)
                 elif isinstance(x, (ir.Apply, ir.Par)):
                     unknown.add(key)
                 elif isinstance(x, ir.Prim) and x.op in ("print", "!", ":="):
                     effects.add(key)
                 elif isinstance(x, (ir.SetGlobal, ir.Global)):
-                    self.globals.setdefault(x.name, len(self.globals))
+                    slot = self.globals.setdefault(x.name, len(self.globals))
+                    if isinstance(x, ir.Global):
+                        self.reads[key].add(slot)
         self.calls = calls
         # purity: a fixpoint over known calls and unknown calls
         impure = set(effects)

@@ -9,7 +9,7 @@ from hpgrem import ir
 from pam.ml import codegen
 from pam.ml.task import make_step
 from pam.ml.values import BASIS_EXCEPTIONS, DIV, OVERFLOW, Closure, ExnCon, Packet
-from pam.task import MLTask
+from pam.task import STARTED, MLTask
 
 
 class CompiledML:
@@ -49,12 +49,66 @@ class CompiledML:
                 ns[name] = Closure(fn, (), fkey, info.gen, info.pure)
             else:
                 ns[name] = (lambda fn, k, g, p: lambda env: Closure(fn, env, k, g, p))(fn, fkey, info.gen, info.pure)
-        self.ns = ns
         step = make_step(pe, basis.exn_message)
         entry = infos[self.module.entry.target]
         main = ns[entry.py]
-        step.entry = lambda: MLTask(step, None, None, entry.fn.span, [main()])
+        def entry_task() -> MLTask:
+            task = MLTask(step, None, None, entry.fn.span, [main()])
+            task.state = STARTED  # the program itself never moves
+            return task
+
+        step.entry = entry_task
+        if pe.net is not None:
+            pe.net.ml = MLPlace(self, ns, step)
         return {self.module.entry.target: step}
+
+    def globals_read(self, keys: list[str]) -> set[int]:
+        """The global slots that the functions `keys`, and all they may call, read."""
+        a = self.analysis
+        seen: set[str] = set()
+        slots: set[int] = set()
+        todo = list(keys)
+        while todo:
+            k = todo.pop()
+            if k in seen:
+                continue
+            seen.add(k)
+            slots |= a.reads[k]
+            todo.extend(a.refs[k])
+        return slots
+
+
+class MLPlace:
+    """One PE's ML code, as distribution needs it: closures from keys, globals to ship."""
+
+    def __init__(self, compiled: CompiledML, ns: dict, step):
+        self.compiled = compiled
+        self.ns = ns
+        self.step = step
+        self.globals = ns["G"]
+
+    def closure(self, key: str, env: tuple) -> Closure:
+        info = self.compiled.analysis.info[key]
+        return Closure(self.ns[info.py], env, key, info.gen, info.pure)
+
+    def globals_for(self, thunk: Closure) -> tuple:
+        """(slot, value) of the globals the thunk's code (and closures in its environment) may read."""
+        keys = [thunk.key]
+        stack = list(thunk.env)
+        while stack:  # closures held in the environment, however deep
+            x = stack.pop()
+            if type(x) is tuple:
+                stack.extend(x)
+            elif type(x) is Closure:
+                keys.append(x.key)
+                stack.extend(x.env)
+        g = self.globals
+        return tuple((i, g[i]) for i in sorted(self.compiled.globals_read(keys)))
+
+    def set_globals(self, pairs: tuple) -> None:
+        g = self.globals
+        for i, v in pairs:
+            g[i] = v
 
 
 def _primitive(basis, op: str):

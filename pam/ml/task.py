@@ -23,12 +23,19 @@ from pam.ml.values import Packet
 from pam.task import CANCELLED, STARTED, UNSTARTED, MLTask
 from pam.terms import Var
 
-INNER = 100  # frame transitions per step, before the task yields the PE
+INNER = 100  # frame transitions (calls, returns, raises) per step, before the task yields the PE
+TRANSITION_COST = 30  # T800 instructions per transition: a call or return with its frame work
 
 
 def make_step(pe, describe):
     """The `proc` of ML tasks on `pe`; `describe(packet)` is the text of an uncaught exception."""
     GEN = GeneratorType
+    stats = pe.stats
+
+    def account(transitions: int) -> None:
+        """The PE loop counts one reduction per step; a step made `transitions` of them."""
+        stats.reductions += transitions
+        pe.instructions += transitions * TRANSITION_COST
 
     def finish(t, ok: bool, v):
         if t.result is None:
@@ -81,6 +88,7 @@ def make_step(pe, describe):
                     continue
                 st.pop()
                 if not st:
+                    account(INNER - n)
                     return finish(t, True, v)
                 gen = st[-1]
                 value = v
@@ -88,6 +96,7 @@ def make_step(pe, describe):
                 p.__traceback__ = None
                 st.pop()
                 if not st:
+                    account(INNER - n)
                     return finish(t, False, p)
                 gen = st[-1]
                 exc = p
@@ -124,6 +133,7 @@ def make_step(pe, describe):
                             if r.val is None:
                                 t.pending = arg
                                 t.value = t.exc = None
+                                account(INNER - n)
                                 return [r]
                             ok, v = r.val
                             if ok:
@@ -136,6 +146,7 @@ def make_step(pe, describe):
             n -= 1
             if not n:
                 t.value, t.exc = value, exc
+                account(INNER - 1)
                 return t
 
     step.cost = 10

@@ -20,6 +20,8 @@ Raising an ML exception raises its `Packet` (a Python exception); `handle` catch
 
 from __future__ import annotations
 
+import uuid
+
 MAX_INT = (1 << 62) - 1
 MIN_INT = -(1 << 62)
 
@@ -34,11 +36,20 @@ class ExnCon:
     """An exception constructor. Identity is what matters: SML exceptions are generative, so a
     declaration evaluated twice makes two different constructors with the same name."""
 
-    __slots__ = ("name", "has_arg")
+    __slots__ = ("name", "has_arg", "uid")
 
-    def __init__(self, name: str, has_arg: bool = False) -> None:
+    def __init__(self, name: str, has_arg: bool = False, uid=None) -> None:
         self.name = name
         self.has_arg = has_arg
+        self.uid = uid
+
+    def global_uid(self):
+        """A name for this constructor that is the same on every PE (given when it first
+        leaves its PE)."""
+        if self.uid is None:
+            self.uid = uuid.uuid4().hex
+            _BY_UID[self.uid] = self
+        return self.uid
 
     def __repr__(self) -> str:
         return f"ExnCon({self.name})"
@@ -56,8 +67,17 @@ class Packet(Exception):
         return f"Packet({self.con.name}, {self.arg!r})"
 
 
-BASIS_EXCEPTIONS: dict[str, ExnCon] = {name: ExnCon(name, name == "Fail") for name in (
+BASIS_EXCEPTIONS: dict[str, ExnCon] = {name: ExnCon(name, name == "Fail", name) for name in (
     "Bind", "Match", "Div", "Overflow", "Subscript", "Empty", "Option", "Chr", "Size", "Fail")}
+_BY_UID: dict = dict(BASIS_EXCEPTIONS)
+
+
+def exn_by_uid(name: str, has_arg: bool, uid) -> ExnCon:
+    """The exception constructor named `uid` on this PE (made when it first arrives)."""
+    con = _BY_UID.get(uid)
+    if con is None:
+        con = _BY_UID[uid] = ExnCon(name, has_arg, uid)
+    return con
 BIND = BASIS_EXCEPTIONS["Bind"]
 MATCH = BASIS_EXCEPTIONS["Match"]
 DIV = BASIS_EXCEPTIONS["Div"]
