@@ -125,10 +125,10 @@ def load_module(path: str, goal: str | None = None, opt: int = 1, after: str | N
         from frontend.ml import compile_program as compile_ml
         if goal is not None:
             raise UsageError("--goal is for PARLOG programs; an ML program runs its declarations")
-        compiled = compile_ml(read_source(path), path)
-        source = compiled.module.source
+        text = read_source(path)
+        compiled = compile_ml(text, path)
         for w in compiled.warnings:
-            print(w.render(source), file=sys.stderr)
+            print(w.render(text), file=sys.stderr)
         if compiled.error is not None:
             if pending is None:
                 raise compiled.error

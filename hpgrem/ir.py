@@ -292,12 +292,12 @@ class If:
 
 @dataclass(frozen=True, slots=True)
 class Switch:
-    """Test `subject`: `kind` is `con` (keys are constructor tags of `datatype`), `exn` (keys
+    """Test `subject`: `test` is `con` (keys are constructor tags of `datatype`), `exn` (keys
     are expressions giving exception constructors), `int`, `string` or `char` (keys literal).
     `default` is None when the cases are exhaustive."""
 
     subject: Expr
-    kind: str
+    test: str
     datatype: str
     cases: tuple[tuple[int | str | Expr, Expr], ...]
     default: Expr | None

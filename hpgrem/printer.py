@@ -92,4 +92,73 @@ def module_text(module: ir.Module) -> str:
                 elif c.body is not None:
                     rhs = f" <- {body_text(c.body)}"
                 lines.append(f"    {head}{rhs}.    % {c.span.line}:{c.span.col}, {c.nvars} vars")
+    for key, fn in module.functions.items():
+        lines.append("")
+        lines.append(f"function {key}({', '.join(fn.params)})    % {fn.span.line}:{fn.span.col}, "
+                     f"{len(fn.params) - fn.arity} free, {fn.arity} argument{'s' if fn.arity != 1 else ''}")
+        lines.extend("  " + line for line in expr_lines(fn.body))
     return "\n".join(lines) + "\n"
+
+
+def expr_lines(e: ir.Expr) -> list[str]:
+    """An ML function body as indented text: control forms on their own lines."""
+    ind = "  "
+    if isinstance(e, ir.Let):
+        return [f"let {e.name} = {expr_text(e.value)}"] + expr_lines(e.body)
+    if isinstance(e, ir.Sequence):
+        return [line for x in e.exprs for line in expr_lines(x)]
+    if isinstance(e, ir.If):
+        return ([f"if {expr_text(e.cond)} then"] + [ind + x for x in expr_lines(e.then)] + ["else"]
+                + [ind + x for x in expr_lines(e.else_)])
+    if isinstance(e, ir.Switch):
+        kind = f"{e.test} {e.datatype}".rstrip()
+        out = [f"switch {expr_text(e.subject)} ({kind})"]
+        for k, body in e.cases:
+            out.append(f"case {k!r}:" if isinstance(k, (int, str)) else f"case {expr_text(k)}:")
+            out += [ind + x for x in expr_lines(body)]
+        if e.default is not None:
+            out.append("default:")
+            out += [ind + x for x in expr_lines(e.default)]
+        return out
+    if isinstance(e, ir.Handle):
+        return (["try"] + [ind + x for x in expr_lines(e.body)] + [f"handle {e.name} =>"]
+                + [ind + x for x in expr_lines(e.handler)])
+    if isinstance(e, ir.While):
+        return [f"while {expr_text(e.cond)} do"] + [ind + x for x in expr_lines(e.body)]
+    return [expr_text(e)]
+
+
+def expr_text(e: ir.Expr) -> str:
+    """An ML expression on one line (control forms in braces)."""
+    if isinstance(e, ir.Lit):
+        return "()" if e.value is None else repr(e.value)
+    if isinstance(e, (ir.Local, ir.Global)):
+        return e.name if isinstance(e, ir.Local) else f"global {e.name}"
+    if isinstance(e, ir.MakeClosure):
+        return f"closure {e.function}[{', '.join(expr_text(x) for x in e.free)}]"
+    if isinstance(e, ir.CallKnown):
+        return f"{e.function}({', '.join(expr_text(x) for x in e.args)})"
+    if isinstance(e, ir.Apply):
+        return f"apply({expr_text(e.fn)}, {expr_text(e.arg)})"
+    if isinstance(e, ir.Prim):
+        return f"{e.op}({', '.join(expr_text(x) for x in e.args)})"
+    if isinstance(e, ir.Construct):
+        arg = "" if e.arg is None else f"({expr_text(e.arg)})"
+        return f"{e.datatype.split('|')[0]}#{e.tag}{arg}"
+    if isinstance(e, ir.Tuple):
+        return f"({', '.join(expr_text(x) for x in e.items)})"
+    if isinstance(e, ir.Part):
+        return f"{expr_text(e.value)}.{e.step}"
+    if isinstance(e, ir.SetGlobal):
+        return f"global {e.name} := {expr_text(e.value)}"
+    if isinstance(e, ir.Raise):
+        return f"raise {expr_text(e.exn)}"
+    if isinstance(e, ir.NewException):
+        return f"new exception {e.name}"
+    if isinstance(e, ir.BasisException):
+        return e.name
+    if isinstance(e, ir.Packet):
+        return expr_text(e.con) + ("" if e.arg is None else f"({expr_text(e.arg)})")
+    if isinstance(e, ir.Par):
+        return f"par({expr_text(e.left)}, {expr_text(e.right)})"
+    return "{ " + "; ".join(expr_lines(e)) + " }"

@@ -15,8 +15,11 @@ from hpgrem import ir
 FORMAT = "hpgrem"
 VERSION = 1
 
-_NODES = {cls.__name__: cls for cls in (ir.Span, ir.Var, ir.Atom, ir.Int, ir.Float, ir.Struct,
-                                        ir.Call, ir.Conj, ir.Clause, ir.Relation, ir.Entry)}
+_NODES = {cls.__name__: cls for cls in (
+    ir.Span, ir.Var, ir.Atom, ir.Int, ir.Float, ir.Struct, ir.Call, ir.Conj, ir.Clause, ir.Relation, ir.Entry,
+    ir.Lit, ir.Local, ir.Global, ir.MakeClosure, ir.CallKnown, ir.Apply, ir.Prim, ir.Construct, ir.Tuple,
+    ir.Part, ir.Let, ir.SetGlobal, ir.Sequence, ir.If, ir.Switch, ir.Raise, ir.Handle, ir.While,
+    ir.NewException, ir.BasisException, ir.Packet, ir.Par, ir.Function)}
 
 
 class HpgFormatError(Exception):
@@ -61,6 +64,7 @@ def dumps(module: ir.Module) -> str:
         "format": FORMAT, "version": VERSION, "language": module.language, "source": module.source,
         "entry": _encode(module.entry),
         "relations": [_encode(r) for r in module.relations.values()],
+        "functions": [_encode(f) for f in module.functions.values()],
     }
     return json.dumps(doc, separators=(",", ":")) + "\n"
 
@@ -77,11 +81,16 @@ def loads(text: str) -> ir.Module:
         raise HpgFormatError(f".hpg version {doc.get('version')} is not supported (this hpgrem reads {VERSION})")
     try:
         relations = [_decode(r) for r in doc["relations"]]
+        functions = [_decode(f) for f in doc.get("functions", [])]
         entry = _decode(doc["entry"]) if doc["entry"] is not None else None
-        module = ir.Module(doc["source"], {r.key: r for r in relations}, entry, doc["language"])
+        module = ir.Module(doc["source"], {r.key: r for r in relations}, entry, doc["language"],
+                           {f.key: f for f in functions})
     except (KeyError, TypeError, AttributeError) as e:
         raise HpgFormatError(f"malformed .hpg file ({type(e).__name__}: {e})") from None
     for r in relations:
         if not isinstance(r, ir.Relation):
             raise HpgFormatError("malformed .hpg file (a relation entry is not a Relation)")
+    for f in functions:
+        if not isinstance(f, ir.Function):
+            raise HpgFormatError("malformed .hpg file (a function entry is not a Function)")
     return module

@@ -24,7 +24,12 @@ def verify(module: ir.Module) -> list[str]:
             for clause in group:
                 problems.extend(f"{where}, clause at {clause.span.line}:{clause.span.col}: {p}"
                                 for p in _clause(module, rel, clause))
-    if module.entry is not None:
+    for key, fn in module.functions.items():
+        problems.extend(f"function {key}: {p}" for p in _function(module, fn))
+    if module.entry is not None and module.language == "ml":
+        if module.entry.target not in module.functions:
+            problems.append(f"entry {module.entry.target} is not defined")
+    elif module.entry is not None:
         target = module.relations.get(module.entry.target)
         if target is None:
             problems.append(f"entry {module.entry.target} is not defined")
@@ -61,3 +66,51 @@ def _all_vars(term: ir.Term) -> list[ir.Var]:
         elif isinstance(t, ir.Struct):
             stack.extend(t.args)
     return found
+
+
+def _function(module: ir.Module, fn: ir.Function) -> list[str]:
+    """Calls and closures name defined functions, with the right number of arguments; locals
+    are bound before use."""
+    out: list[str] = []
+    if not 0 <= fn.arity <= len(fn.params):
+        out.append(f"arity {fn.arity} with {len(fn.params)} parameters")
+    stack: list = [(fn.body, frozenset(fn.params))]
+    while stack:
+        e, scope = stack.pop()
+        if isinstance(e, ir.Local) and e.name not in scope:
+            out.append(f"local {e.name} used outside its scope")
+        elif isinstance(e, (ir.CallKnown, ir.MakeClosure)):
+            callee = module.functions.get(e.function)
+            if callee is None:
+                out.append(f"refers to undefined function {e.function}")
+            elif isinstance(e, ir.CallKnown) and len(e.args) != len(callee.params):
+                out.append(f"calls {e.function} with {len(e.args)} arguments, it takes {len(callee.params)}")
+            elif isinstance(e, ir.MakeClosure) and len(e.free) != len(callee.params) - callee.arity:
+                out.append(f"closure of {e.function} binds {len(e.free)} free variables, "
+                           f"it has {len(callee.params) - callee.arity}")
+        if isinstance(e, ir.Let):
+            stack.append((e.value, scope))
+            stack.append((e.body, scope | {e.name}))
+            continue
+        if isinstance(e, ir.Handle):
+            stack.append((e.body, scope))
+            stack.append((e.handler, scope | {e.name}))
+            continue
+        for child in _ml_children(e):
+            stack.append((child, scope))
+    return out[:5]
+
+
+def _ml_children(e) -> list:
+    out = []
+    for name in getattr(e, "__dataclass_fields__", ()):
+        if name == "span":
+            continue
+        v = getattr(e, name)
+        items = v if isinstance(v, tuple) else (v,)
+        for item in items:
+            if isinstance(item, tuple):
+                out.extend(i for i in item if hasattr(i, "__dataclass_fields__"))
+            elif hasattr(item, "__dataclass_fields__"):
+                out.append(item)
+    return out

@@ -132,5 +132,5 @@ def compile_program(text: str, file: str) -> CompiledProgram:
                 break
             warnings.extend(chunk.warnings)
             statements.extend(lowerer.top_decs(chunk.decs))
-        module = lowerer.module(text, statements, Span(file, 1, 1))
+        module = lowerer.module(file, statements, Span(file, 1, 1))
     return CompiledProgram(module, warnings, error)

@@ -380,11 +380,11 @@ class FunctionCompiler:
             out.emit(f"{tmp} = {subject}")
             subject = tmp
         cases = list(e.cases)
-        if e.kind == "con" and e.datatype == "list":
+        if e.test == "con" and e.datatype == "list":
             tests = {0: f"{subject} is None", 1: f"{subject} is not None"}
-        elif e.kind == "con" and e.datatype == "bool":
+        elif e.test == "con" and e.datatype == "bool":
             tests = {0: f"not {subject}", 1: f"{subject}"}
-        elif e.kind == "con":
+        elif e.test == "con":
             rep = e.datatype.rsplit("|", 1)[-1]
             tag = subject if rep == "tags" else f"{subject}[0]" if rep == "args" else \
                 f"({subject} if {subject}.__class__ is int else {subject}[0])"
@@ -393,7 +393,7 @@ class FunctionCompiler:
                 out.emit(f"{tmp} = {tag}")
                 tag = tmp
             tests = {k: f"{tag} == {k}" for k, _ in cases}
-        elif e.kind == "exn":
+        elif e.test == "exn":
             tmp = out.temp()
             out.emit(f"{tmp} = {subject}.con")
             tests = {}
