@@ -44,3 +44,47 @@ def test_simulation_is_deterministic_for_a_seed(seed):
     path = EXAMPLES / "queens.par"
     runs = [run_program(path.read_text(), pes=8, topology="ring", seed=seed) for _ in range(2)]
     assert runs[0] == runs[1]
+
+
+# -- ML: the same machine, the same matrix ---------------------------------------------------------
+ML_EXAMPLES = ROOT / "examples" / "ml"
+ML_PROGRAMS = sorted(ML_EXAMPLES.glob("*.sml"))
+ML_FOR_MPI = ["par_fib", "par_mergesort", "par_tree", "exceptions", "queens", "uncaught", "chunks"]
+
+
+def run_ml(path, **options) -> tuple[str, str | None]:
+    """Run an ML example in process: its stdout, and the uncaught exception's message if any."""
+    import io
+
+    from frontend.ml import compile_program
+    from pam.errors import Uncaught
+    from pam.machine import Machine
+
+    module = compile_program(path.read_text(), str(path)).module
+    out = io.StringIO()
+    try:
+        Machine(module, stream=out, **options).run()
+    except Uncaught as u:
+        return out.getvalue(), u.message
+    return out.getvalue(), None
+
+
+@pytest.mark.parametrize("topology,pes,seed", [("mesh:4x4", 16, 0), ("hypercube", 16, 5), ("ring", 6, 2)])
+@pytest.mark.parametrize("path", ML_PROGRAMS, ids=lambda p: p.stem)
+def test_ml_on_many_simulated_pes(path, topology, pes, seed):
+    one, uncaught_one = run_ml(path)
+    many, uncaught_many = run_ml(path, pes=pes, topology=topology, seed=seed)
+    assert one == path.with_suffix(".out").read_text()
+    assert many == one and uncaught_many == uncaught_one
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not installed")
+@pytest.mark.parametrize("name", ML_FOR_MPI)
+def test_ml_mpi_ranks(name):
+    path = ML_EXAMPLES / f"{name}.sml"
+    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.cli", "run", str(path)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    err = path.with_suffix(".err")
+    status = int(err.read_text().splitlines()[0].split(":")[1]) if err.exists() else 0
+    assert r.returncode == status, r.stderr
+    assert r.stdout == path.with_suffix(".out").read_text()

@@ -93,6 +93,8 @@ class ExpChecker:
         return getattr(self, "_" + type(e).__name__)(e, scope)
 
     def _EConst(self, e: s.EConst, scope: Scope) -> t.Expr:
+        if e.kind == "int" and not -(1 << 62) <= e.value < (1 << 62):
+            self.error(e.span, f"integer constant {e.value} is out of range for int (63 bits, as in Poly/ML)")
         return t.Const(e.value, _CONST_TYPES[e.kind], e.span)
 
     def _EVar(self, e: s.EVar, scope: Scope) -> t.Expr:
