@@ -34,7 +34,7 @@ class _TokenFeed(Lexer):
 def _lark() -> Lark:
     grammar = (Path(__file__).parent / "ml.lark").read_text()
     return Lark(grammar, parser="lalr", lexer=_TokenFeed, strict=True, start=["chunk", "ty_only"],
-                propagate_positions=True, maybe_placeholders=False)
+                propagate_positions=True, maybe_placeholders=False, cache=True)
 
 
 class _SyntaxError(Exception):

@@ -49,7 +49,7 @@ Item = ModeDecl | ClauseItem | Directive
 def _lark() -> Lark:
     grammar = (Path(__file__).parent / "parlog.lark").read_text()
     return Lark(grammar, parser="lalr", start=["start", "goal"], propagate_positions=True,
-                maybe_placeholders=False, cache=False)
+                maybe_placeholders=False, cache=True)
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
