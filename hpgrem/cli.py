@@ -297,6 +297,9 @@ COMMANDS = {"run": cmd_run, "compile": cmd_compile, "check": cmd_check, "ir": cm
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    # The compile-time tools (printer, .hpg writer, verifier) recurse on a program's nesting,
+    # which the front ends allow to about a thousand levels; the machine itself never recurses.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 12000))
     if argv[:1] == ["plan"]:
         from backend.planner.cli import main as plan_main
         return _guard(lambda: plan_main(argv[1:]), None)

@@ -135,3 +135,14 @@ def test_a_type_error_in_a_later_chunk_runs_the_earlier_ones(tmp_path):
     r = hpgrem("run", str(src))
     assert r.returncode == 2 and r.stdout == "one\n"
     assert "p.sml:2:" in r.stderr and "expected int, found string" in r.stderr
+
+
+def test_a_long_list_literal_compiles_runs_and_prints_as_ir(tmp_path):
+    src = tmp_path / "long.sml"
+    src.write_text("val xs = [" + ", ".join(map(str, range(900))) + "]\n"
+                   "val _ = print (Int.toString (foldl (op +) 0 xs) ^ \"\\n\")\n")
+    assert hpgrem("run", str(src)).stdout == f"{sum(range(900))}\n"
+    assert hpgrem("ir", str(src)).returncode == 0
+    hpg = tmp_path / "long.hpg"
+    assert hpgrem("compile", str(src), "-o", str(hpg)).returncode == 0
+    assert hpgrem("run", str(hpg)).stdout == f"{sum(range(900))}\n"

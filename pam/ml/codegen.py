@@ -16,9 +16,12 @@ pure thunks of `ForkJoin.par` may run as separate tasks, so effects keep program
 
 from __future__ import annotations
 
+import sys
+
 from hpgrem import ir
 
 FORK, JOIN, CANCEL = "fork", "join", "cancel"
+LONG = 400  # characters of one generated expression before it is split into statements
 
 # Inline templates of primitives of two arguments, by op; `{t}` is a fresh temporary.
 _CHECKED = "({t} if -4611686018427387904 <= ({t} := {a} {o} {b}) <= 4611686018427387903 else ovf())"
@@ -443,6 +446,14 @@ class FunctionCompiler:
         return results
 
     def expr(self, e) -> str:
+        r = self._expr(e)
+        if len(r) > LONG and not _atomic(r):  # Python's parser limits nesting: name the part
+            tmp = self.out.temp()
+            self.out.emit(f"{tmp} = {r}")
+            return tmp
+        return r
+
+    def _expr(self, e) -> str:
         out = self.out
         if isinstance(e, ir.Lit):
             v = e.value
@@ -608,6 +619,11 @@ def generate(module: ir.Module) -> tuple[str, Analysis, dict]:
     analysis = Analysis(module)
     constants: dict = {}
     parts = []
-    for key, info in analysis.info.items():
-        parts.append(FunctionCompiler(analysis, info, constants).source())
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 12000))  # as deep as the front end lets a program nest
+    try:
+        for key, info in analysis.info.items():
+            parts.append(FunctionCompiler(analysis, info, constants).source())
+    finally:
+        sys.setrecursionlimit(old)
     return "\n\n".join(parts) + "\n", analysis, constants
