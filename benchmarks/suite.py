@@ -78,6 +78,67 @@ def _timed(name: str, file: str, peer_name: str) -> list[Row]:
             Row(name, "reductions_per_s", reductions / seconds, "reductions/s")]
 
 
+def _run_ml(path: Path, pes: int = 1, topology: str | None = None) -> tuple[float, object, str]:
+    """Best wall time of the machine's run of an ML program (compilation excluded), its
+    statistics, and its output."""
+    from frontend.ml import compile_program
+    from pam.machine import Machine
+
+    module = compile_program(path.read_text(), str(path)).module
+    best, stats, output = float("inf"), None, ""
+    for _ in range(REPEATS):
+        out = io.StringIO()
+        machine = Machine(module, stream=out, pes=pes, topology=topology)
+        began = time.perf_counter()
+        result = machine.run()
+        best = min(best, time.perf_counter() - began)
+        stats, output = result.stats, out.getvalue()
+    return best, stats, output
+
+
+_TIMED_POLY = r"""val hpgrem_t0 = Time.now ();
+{program}
+val _ = print ("\nTIME " ^ LargeInt.toString (Time.toMicroseconds (Time.- (Time.now (), hpgrem_t0))) ^ "\n");
+"""
+_TIMED_PYTHON = ("import runpy, sys, time\nt = time.perf_counter()\nrunpy.run_path(sys.argv[1])\n"
+                 "print('\\nTIME', int((time.perf_counter() - t) * 1e6))")
+
+
+def _peer_time(command: list[str]) -> tuple[float, str] | None:
+    """Best of three of a peer's own timing of the program (start-up excluded), and its output."""
+    best, output = float("inf"), ""
+    for _ in range(REPEATS):
+        r = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0 or "\nTIME " not in r.stdout:
+            return None
+        output, _, micros = r.stdout.rpartition("\nTIME ")
+        best = min(best, int(micros.split()[0]) / 1e6)
+    return best, output
+
+
+def bench_ml(name: str) -> list[Row]:
+    """An ML program on our machine, beside Poly/ML (when installed) and CPython running the
+    same algorithm; outputs must agree."""
+    sml, py = HERE / "ml" / f"{name}.sml", HERE / "ml" / f"{name}.py"
+    seconds, stats, output = _run_ml(sml)
+    rows = []
+    poly = shutil.which("poly")
+    if poly is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            timed = Path(tmp) / "timed.sml"
+            timed.write_text(_TIMED_POLY.format(program=sml.read_text()))
+            peer = _peer_time([poly, "--script", str(timed)])
+        if peer is not None and peer[1].rstrip("\n") == output.rstrip("\n"):
+            rows.append(Row(name, "time", seconds, "s", "Poly/ML", peer[0]))
+    peer = _peer_time([sys.executable, "-c", _TIMED_PYTHON, str(py)])
+    if peer is not None and peer[1].rstrip("\n") == output.rstrip("\n"):
+        rows.append(Row(name, "time", seconds, "s", "CPython", peer[0]))
+    if not rows:
+        rows.append(Row(name, "time", seconds, "s"))
+    rows.append(Row(name, "reductions_per_s", stats.reductions / seconds, "reductions/s"))
+    return rows
+
+
 def bench_speedup16() -> list[Row]:
     """Virtual-time speedup on 16 simulated PEs (mesh:4x4) against one PE."""
     rows = []
@@ -121,6 +182,9 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "nrev30": bench_nrev30,
     "queens8": lambda: _timed("queens8", "queens.par", "queens"),
     "primes": lambda: _timed("primes", "primes.par", "primes"),
+    "fib25": lambda: bench_ml("fib25"),
+    "tak": lambda: bench_ml("tak"),
+    "nqueens8": lambda: bench_ml("nqueens8"),
     "speedup16": bench_speedup16,
     "mpi2": bench_mpi2,
 }
