@@ -77,11 +77,11 @@ def test_pure_forked_thunks_are_stolen_and_speed_up_virtual_time():
     fun fib n = if n < 2 then n else fib (n - 1) + fib (n - 2)
     fun pfib n = if n < 10 then fib n
       else let val (x, y) = ForkJoin.par (fn () => pfib (n - 1), fn () => pfib (n - 2)) in x + y end
-    val _ = print (Int.toString (pfib 19) ^ "\\n")
+    val _ = print (Int.toString (pfib 22) ^ "\\n")
     """
     out1, _, one = run(text)
     out16, _, many = run(text, pes=16, topology="mesh:4x4")
-    assert out1 == out16 == "4181\n"
+    assert out1 == out16 == "17711\n"
     assert sum(pe.steals for pe in many.stats.per_pe) > 0
     assert one.stats.time / many.stats.time > 2
 

@@ -21,6 +21,7 @@ import sys
 from hpgrem import ir
 
 FORK, JOIN, CANCEL = "fork", "join", "cancel"
+DEPTH = 200  # Python frames of direct recursion before the rest runs on a heap stack
 LONG = 400  # characters of one generated expression before it is split into statements
 
 # Inline templates of primitives of two arguments, by op; `{t}` is a fresh temporary.
@@ -45,10 +46,11 @@ UNARY = {
 
 
 class _Info:
-    __slots__ = ("key", "py", "gen", "pure", "loop", "fn")
+    __slots__ = ("key", "py", "gen", "pure", "loop", "fn", "direct")
 
     def __init__(self, key: str, py: str, fn: ir.Function):
         self.key, self.py, self.fn = key, py, fn
+        self.direct = False
         self.gen = True
         self.pure = True
         self.loop = False
@@ -128,6 +130,17 @@ class Analysis:
             self.info[k].gen = False
         for k, fn in module.functions.items():
             self.info[k].loop = _self_tail_call(fn)
+        # direct: generators that call only known functions (no closures, no par), transitively
+        direct = {k for k in module.functions if k not in plain and k not in unknown and k != _entry(module)}
+        changed = True
+        while changed:
+            changed = False
+            for k in list(direct):
+                if any(c not in direct and c not in plain for c in calls[k]):
+                    direct.discard(k)
+                    changed = True
+        for k in direct:
+            self.info[k].direct = True
 
 
 def _entry(module: ir.Module) -> str:
@@ -223,9 +236,11 @@ _ATOMIC_PREFIXES = ("_t", "v", "G[")
 class FunctionCompiler:
     """Compiles one function's body into Python statements."""
 
-    def __init__(self, analysis: Analysis, info: _Info, constants: dict):
+    def __init__(self, analysis: Analysis, info: _Info, constants: dict, mode: str | None = None):
         self.a = analysis
         self.info = info
+        # "gen" (a generator), "plain", or "direct" (the Python-recursive twin of a direct function)
+        self.mode = mode or ("gen" if info.gen else "plain")
         self.fn = info.fn
         self.out = _Emitter()
         self.names: dict[str, str] = {}
@@ -247,13 +262,16 @@ class FunctionCompiler:
 
     def source(self) -> str:
         params = [self.local(p) for p in self.fn.params]
-        head = f"def {self.info.py}({', '.join(params)}):"
+        direct = self.mode == "direct"
+        head = f"def {self.info.py}{'_d' if direct else ''}({', '.join((['d'] if direct else []) + params)}):"
         out = self.out
         if self.info.loop:
             out.emit("while True:")
             out.depth += 1
+        if direct:
+            out.emit("calls[0] += 1")
         self.ret(self.fn.body)
-        if self.info.gen:
+        if self.mode == "gen":
             out.depth = 1
             out.emit("if 0: yield")
         return "\n".join([head, *out.lines])
@@ -287,8 +305,8 @@ class FunctionCompiler:
                     out.emit(f"{', '.join(params)} = {', '.join(args)}")
                 out.emit("continue")
             else:
-                out.emit(f"return {callee.py}({', '.join(args)})")
-        elif isinstance(e, ir.Apply) and self.info.gen:
+                out.emit(f"return {self.call_text(callee, args)[1]}")
+        elif isinstance(e, ir.Apply) and self.mode == "gen":
             f, x = self.exprs((e.fn, e.arg), atomic=True)
             out.emit(f"return {f}.fn(*{f}.env, {x})")
         else:
@@ -515,9 +533,8 @@ class FunctionCompiler:
             return self.prim(e)
         if isinstance(e, ir.CallKnown):
             callee = self.a.info[e.function]
-            args = self.exprs(e.args)
-            call = f"{callee.py}({', '.join(args)})"
-            if not callee.gen:
+            kind, call = self.call_text(callee, self.exprs(e.args))
+            if kind == "value":
                 return call
             tmp = out.temp()
             out.emit(f"{tmp} = yield {call}")
@@ -555,6 +572,32 @@ class FunctionCompiler:
             return "()"
         tmp = out.temp()
         self.assign(e, tmp)
+        return tmp
+
+    def call_text(self, callee: _Info, args: list[str]) -> tuple[str, str]:
+        """How this function calls `callee`: ("value", a call giving the result) or ("gen", a
+        call giving the generator to yield or return). Direct code calls direct functions with
+        Python recursion up to DEPTH, then runs the rest on a heap stack (`nested`); generator
+        code outside the direct set enters it at depth 0. Inside the direct set, generators
+        call each other by yielding, so Python's stack stays bounded."""
+        text = ", ".join(args)
+        if not callee.gen:
+            return "value", f"{callee.py}({text})"
+        if callee.direct and self.mode == "direct":
+            if any(not _atomic(a) for a in args):
+                args = [self.atom(a) for a in args]
+                text = ", ".join(args)
+            return "value", (f"({callee.py}_d(d + 1, {text}) if d < {DEPTH} "
+                             f"else nested({callee.py}({text})))")
+        if callee.direct and self.mode == "gen" and not self.info.direct:
+            return "value", f"{callee.py}_d(0, {text})"
+        return "gen", f"{callee.py}({text})"
+
+    def atom(self, x: str) -> str:
+        if _atomic(x):
+            return x
+        tmp = self.out.temp()
+        self.out.emit(f"{tmp} = {x}")
         return tmp
 
     def prim(self, e: ir.Prim) -> str:
@@ -624,6 +667,8 @@ def generate(module: ir.Module) -> tuple[str, Analysis, dict]:
     try:
         for key, info in analysis.info.items():
             parts.append(FunctionCompiler(analysis, info, constants).source())
+            if info.direct:
+                parts.append(FunctionCompiler(analysis, info, constants, "direct").source())
     finally:
         sys.setrecursionlimit(old)
     return "\n\n".join(parts) + "\n", analysis, constants

@@ -7,7 +7,7 @@ import math
 
 from hpgrem import ir
 from pam.ml import codegen
-from pam.ml.task import make_step
+from pam.ml.task import make_nested, make_step
 from pam.ml.values import BASIS_EXCEPTIONS, DIV, OVERFLOW, Closure, ExnCon, Packet
 from pam.task import STARTED, MLTask
 
@@ -24,7 +24,9 @@ class CompiledML:
         """Execute the code for `pe`; returns {entry key: step proc} and keeps the namespace."""
         from pam.ml import basis
 
+        calls = [0]
         ns: dict = {
+            "calls": calls, "nested": make_nested(calls),
             "Packet": Packet, "ExnCon": ExnCon, "Closure": Closure,
             "G": [None] * len(self.analysis.globals),
             "ovf": _overflow, "idiv": _idiv, "imod": _imod, "rdiv": _rdiv, "assign": _assign,
@@ -49,7 +51,7 @@ class CompiledML:
                 ns[name] = Closure(fn, (), fkey, info.gen, info.pure)
             else:
                 ns[name] = (lambda fn, k, g, p: lambda env: Closure(fn, env, k, g, p))(fn, fkey, info.gen, info.pure)
-        step = make_step(pe, basis.exn_message)
+        step = make_step(pe, basis.exn_message, calls)
         entry = infos[self.module.entry.target]
         main = ns[entry.py]
         def entry_task() -> MLTask:

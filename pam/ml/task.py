@@ -27,13 +27,62 @@ INNER = 100  # frame transitions (calls, returns, raises) per step, before the t
 TRANSITION_COST = 30  # T800 instructions per transition: a call or return with its frame work
 
 
-def make_step(pe, describe):
+def make_nested(calls: list):
+    """The driver of direct code that went deeper than Python recursion may: it runs a frame
+    stack on the heap to the end (direct functions never fork) and returns the result or
+    raises the exception. `calls[0]` counts its transitions as the direct code counts calls."""
+    GEN = GeneratorType
+
+    def nested(gen):
+        st = [gen]
+        value = exc = None
+        n = 0
+        while True:
+            n += 1
+            try:
+                if exc is None:
+                    r = gen.send(value)
+                else:
+                    e, exc = exc, None
+                    r = gen.throw(e)
+            except StopIteration as s:
+                v = s.value
+                if type(v) is GEN:
+                    st[-1] = gen = v
+                    value = None
+                    continue
+                st.pop()
+                if not st:
+                    calls[0] += n
+                    return v
+                gen = st[-1]
+                value = v
+            except Packet as p:
+                p.__traceback__ = None
+                st.pop()
+                if not st:
+                    calls[0] += n
+                    raise
+                gen = st[-1]
+                exc = p
+                value = None
+            else:
+                st.append(r)
+                gen = r
+                value = None
+    return nested
+
+
+def make_step(pe, describe, calls: list):
     """The `proc` of ML tasks on `pe`; `describe(packet)` is the text of an uncaught exception."""
     GEN = GeneratorType
     stats = pe.stats
 
     def account(transitions: int) -> None:
-        """The PE loop counts one reduction per step; a step made `transitions` of them."""
+        """The PE loop counts one reduction per step; a step made `transitions` of them, and
+        direct code counted its calls in `calls[0]`."""
+        transitions += calls[0]
+        calls[0] = 0
         stats.reductions += transitions
         pe.instructions += transitions * TRANSITION_COST
 
@@ -67,8 +116,10 @@ def make_step(pe, describe):
                 v = c.fn(*c.env, ())
             except Packet as p:
                 p.__traceback__ = None
+                account(0)
                 return finish(t, False, p)
             if not c.gen:
+                account(0)
                 return finish(t, True, v)
             st.append(v)
         gen = st[-1]
@@ -144,9 +195,9 @@ def make_step(pe, describe):
                         if arg.state == UNSTARTED:
                             arg.state = CANCELLED
             n -= 1
-            if not n:
+            if not n or calls[0] >= INNER:  # the slice is used up (direct calls count too)
                 t.value, t.exc = value, exc
-                account(INNER - 1)
+                account(INNER - n)
                 return t
 
     step.cost = 10
