@@ -98,7 +98,7 @@ class Machine:
                 pe.net = Net(pe, self.transport, self.topology, procs, seed, mpi_now)
             procs.update(rules.load(module, pe, compiler))
             if self.ml is not None:
-                procs.update(self.ml.load(pe, pe.output))
+                procs.update(self.ml.load(pe, pe.output, timeout))
             self.pes.append(pe)
             self.procs.append(procs)
         self.pe = self.pes[0]

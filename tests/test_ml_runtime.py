@@ -146,3 +146,15 @@ def test_a_long_list_literal_compiles_runs_and_prints_as_ir(tmp_path):
     hpg = tmp_path / "long.hpg"
     assert hpgrem("compile", str(src), "-o", str(hpg)).returncode == 0
     assert hpgrem("run", str(hpg)).stdout == f"{sum(range(900))}\n"
+
+
+@pytest.mark.parametrize("program", [
+    "fun loop n = loop (n + 1)\nval _ = loop 0\n",                 # a plain function's loop
+    "val r = ref 0\nval _ = while true do r := !r + 1\n",          # an ML while
+    "fun f x = 1 + f x\nval _ = f 0\n",                            # recursion without end
+], ids=["tail-loop", "while", "deep"])
+def test_timeout_stops_a_loop_inside_one_function(tmp_path, program):
+    src = tmp_path / "loop.sml"
+    src.write_text(program)
+    r = hpgrem("run", str(src), "--timeout", "0.5")
+    assert r.returncode == 4 and "--timeout" in r.stderr

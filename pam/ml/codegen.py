@@ -22,6 +22,9 @@ from hpgrem import ir
 
 FORK, JOIN, CANCEL = "fork", "join", "cancel"
 DEPTH = 200  # Python frames of direct recursion before the rest runs on a heap stack
+# Every iteration of a loop counts as a reduction; now and then it checks --timeout (a loop
+# inside one function would otherwise never give the PE loop a chance to).
+TICK = "calls[0] += 1\nif not calls[0] & 16383: tick()"
 LONG = 400  # characters of one generated expression before it is split into statements
 
 # Inline templates of primitives of two arguments, by op; `{t}` is a fresh temporary.
@@ -223,7 +226,8 @@ class _Emitter:
         self.temps = 0
 
     def emit(self, text: str) -> None:
-        self.lines.append("    " * self.depth + text)
+        for line in text.split("\n"):
+            self.lines.append("    " * self.depth + line)
 
     def temp(self) -> str:
         self.temps += 1
@@ -303,6 +307,7 @@ class FunctionCompiler:
                 params = [self.local(p) for p in self.fn.params]
                 if params:
                     out.emit(f"{', '.join(params)} = {', '.join(args)}")
+                out.emit(TICK)
                 out.emit("continue")
             else:
                 out.emit(f"return {self.call_text(callee, args)[1]}")
@@ -350,6 +355,7 @@ class FunctionCompiler:
         out = self.out
         out.emit("while True:")
         out.depth += 1
+        out.emit(TICK)
         c = self.expr(e.cond)
         out.emit(f"if not {c}: break")
         self.stmt(e.body)

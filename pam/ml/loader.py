@@ -4,8 +4,10 @@ and executed once per PE, in a namespace holding that PE's globals, output and b
 from __future__ import annotations
 
 import math
+import time
 
 from hpgrem import ir
+from pam.errors import LimitExceeded
 from pam.ml import codegen
 from pam.ml.task import make_nested, make_step
 from pam.ml.values import BASIS_EXCEPTIONS, DIV, OVERFLOW, Closure, ExnCon, Packet
@@ -20,13 +22,14 @@ class CompiledML:
         self.source, self.analysis, self.constants = codegen.generate(module)
         self.code = compile(self.source, "<hpgrem ml>", "exec")
 
-    def load(self, pe, output) -> dict:
+    def load(self, pe, output, timeout: float | None = None) -> dict:
         """Execute the code for `pe`; returns {entry key: step proc} and keeps the namespace."""
         from pam.ml import basis
 
         calls = [0]
+        tick = _ticker(timeout)
         ns: dict = {
-            "calls": calls, "nested": make_nested(calls),
+            "calls": calls, "nested": make_nested(calls, tick), "tick": tick,
             "Packet": Packet, "ExnCon": ExnCon, "Closure": Closure,
             "G": [None] * len(self.analysis.globals),
             "ovf": _overflow, "idiv": _idiv, "imod": _imod, "rdiv": _rdiv, "assign": _assign,
@@ -111,6 +114,18 @@ class MLPlace:
         g = self.globals
         for i, v in pairs:
             g[i] = v
+
+
+def _ticker(timeout: float | None):
+    """What a long loop calls now and then: it stops the run when --timeout has passed."""
+    if timeout is None:
+        return lambda: None
+    deadline = time.monotonic() + timeout
+
+    def tick():
+        if time.monotonic() > deadline:
+            raise LimitExceeded(f"time limit of {timeout:g} s reached (--timeout)")
+    return tick
 
 
 def _primitive(basis, op: str):

@@ -27,7 +27,7 @@ INNER = 100  # frame transitions (calls, returns, raises) per step, before the t
 TRANSITION_COST = 30  # T800 instructions per transition: a call or return with its frame work
 
 
-def make_nested(calls: list):
+def make_nested(calls: list, tick):
     """The driver of direct code that went deeper than Python recursion may: it runs a frame
     stack on the heap to the end (direct functions never fork) and returns the result or
     raises the exception. `calls[0]` counts its transitions as the direct code counts calls."""
@@ -39,6 +39,8 @@ def make_nested(calls: list):
         n = 0
         while True:
             n += 1
+            if not n & 16383:
+                tick()
             try:
                 if exc is None:
                     r = gen.send(value)
