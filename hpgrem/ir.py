@@ -365,6 +365,21 @@ Expr = (Lit | Local | Global | MakeClosure | CallKnown | Apply | Prim | Construc
         | Packet | Par)
 
 
+def ml_children(e) -> list:
+    """The sub-expressions of an ML expression node (switch keys that are expressions too)."""
+    out = []
+    for name in getattr(e, "__dataclass_fields__", ()):
+        if name == "span":
+            continue
+        v = getattr(e, name)
+        for item in (v if isinstance(v, tuple) else (v,)):
+            if isinstance(item, tuple):  # a switch case: (key, body)
+                out.extend(i for i in item if hasattr(i, "__dataclass_fields__"))
+            elif hasattr(item, "__dataclass_fields__"):
+                out.append(item)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Function:
     """A supercombinator: `params` are its free variables (when it is a closure's code) followed

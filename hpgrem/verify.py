@@ -96,21 +96,7 @@ def _function(module: ir.Module, fn: ir.Function) -> list[str]:
             stack.append((e.body, scope))
             stack.append((e.handler, scope | {e.name}))
             continue
-        for child in _ml_children(e):
+        for child in ir.ml_children(e):
             stack.append((child, scope))
     return out[:5]
 
-
-def _ml_children(e) -> list:
-    out = []
-    for name in getattr(e, "__dataclass_fields__", ()):
-        if name == "span":
-            continue
-        v = getattr(e, name)
-        items = v if isinstance(v, tuple) else (v,)
-        for item in items:
-            if isinstance(item, tuple):
-                out.extend(i for i in item if hasattr(i, "__dataclass_fields__"))
-            elif hasattr(item, "__dataclass_fields__"):
-                out.append(item)
-    return out

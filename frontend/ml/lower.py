@@ -119,14 +119,12 @@ class Lowerer:
     """Lowers the prelude and then the program's chunks into one module."""
 
     def __init__(self, file: str):
-        self.file = file
         self.functions: dict[str, ir.Function] = {}
         self.known: dict[int, Known] = {}
         self.globals: set[int] = set()
         self.names: dict[int, str] = {}  # var id -> local name, for free variables
         self.prelude: dict[str, Known] = {}
         self.counter = 0
-        self.basis_values: dict[str, str] = {}
         self.arm_counter = 0
 
     # ---- the program ------------------------------------------------------------------------
@@ -164,12 +162,11 @@ class Lowerer:
                 return []
             self.globals.add(d.root.id)
             self.globals.update(v.id for v, _ in d.bindings)
-            ctx = _Ctx(set())
-            out: list[ir.Expr] = [ir.SetGlobal(local_name(d.root), self.expr(d.expr, ctx), d.span)]
-            check = self.tree(d.tree, ctx, lambda arm: ir.Lit(None), "Bind", None, d.span)
+            out: list[ir.Expr] = [ir.SetGlobal(local_name(d.root), self.expr(d.expr), d.span)]
+            check = self.tree(d.tree, lambda arm: ir.Lit(None), "Bind", None, d.span)
             if not (isinstance(check, ir.Lit)):
                 out.append(check)
-            out.extend(ir.SetGlobal(local_name(v), self.path(p, ctx), d.span) for v, p in d.bindings)
+            out.extend(ir.SetGlobal(local_name(v), self.path(p), d.span) for v, p in d.bindings)
             return out
         if isinstance(d, t.RecDec):
             self.rec_dec(d, top=True)
@@ -221,10 +218,8 @@ class Lowerer:
         for v, fn in d.binds:
             k = self.known[v.id]
             _, params, body = _uncurry(fn)
-            locals_ = set(free_ids) | {p.id for p in params}
-            ctx = _Ctx(locals_)
             names = tuple(self.names[i] for i in free_ids) + tuple(local_name(p) for p in params)
-            self.functions[k.key] = ir.Function(k.key, v.name, names, len(params), self.expr(body, ctx), fn.span)
+            self.functions[k.key] = ir.Function(k.key, v.name, names, len(params), self.expr(body), fn.span)
 
     def closure_of_known(self, k: Known, name: str, span: ir.Span) -> ir.Expr:
         if k.value_key is None:
@@ -257,17 +252,17 @@ class Lowerer:
             return ir.BasisException(exn.name, span)
         return self.var(exn.var, span)
 
-    def expr(self, e: t.Expr, ctx: _Ctx) -> ir.Expr:
+    def expr(self, e: t.Expr) -> ir.Expr:
         method = getattr(self, "_" + type(e).__name__)
-        return method(e, ctx)
+        return method(e)
 
-    def _Const(self, e: t.Const, ctx) -> ir.Expr:
+    def _Const(self, e: t.Const) -> ir.Expr:
         return ir.Lit(e.value, e.span)
 
-    def _VarRef(self, e: t.VarRef, ctx) -> ir.Expr:
+    def _VarRef(self, e: t.VarRef) -> ir.Expr:
         return self.var(e.var, e.span)
 
-    def _BasisRef(self, e: t.BasisRef, ctx) -> ir.Expr:
+    def _BasisRef(self, e: t.BasisRef) -> ir.Expr:
         """A basis value used as a value: a closure of a wrapper function."""
         name = e.name
         if name in PRELUDE_NAMES:
@@ -304,7 +299,7 @@ class Lowerer:
         self.counter += 1
         return f"t%{self.counter}"
 
-    def _App(self, e: t.App, ctx) -> ir.Expr:
+    def _App(self, e: t.App) -> ir.Expr:
         args: list[t.Expr] = []
         head: t.Expr = e
         while isinstance(head, t.App):
@@ -315,54 +310,53 @@ class Lowerer:
             k = self.known[head.var.id]
             if len(args) >= k.arity:
                 free = tuple(ir.Local(self.names[i], e.span) for i in k.free)
-                call: ir.Expr = ir.CallKnown(k.key, free + tuple(self.expr(a, ctx) for a in args[:k.arity]), e.span)
-                return self.apply_rest(call, args[k.arity:], ctx, e.span)
+                call: ir.Expr = ir.CallKnown(k.key, free + tuple(self.expr(a) for a in args[:k.arity]), e.span)
+                return self.apply_rest(call, args[k.arity:], e.span)
         if isinstance(head, t.BasisRef):
             name = head.name
             if name in PRELUDE_NAMES:
                 k = self.prelude[PRELUDE_NAMES[name]]
                 if len(args) >= k.arity:
-                    call = ir.CallKnown(k.key, tuple(self.expr(a, ctx) for a in args[:k.arity]), e.span)
-                    return self.apply_rest(call, args[k.arity:], ctx, e.span)
+                    call = ir.CallKnown(k.key, tuple(self.expr(a) for a in args[:k.arity]), e.span)
+                    return self.apply_rest(call, args[k.arity:], e.span)
             else:
                 op = _op_name(name, head.type)
                 if name in CURRIED and len(args) >= 2:
-                    call = ir.Prim(op, (self.expr(args[0], ctx), self.expr(args[1], ctx)), e.span)
-                    return self.apply_rest(call, args[2:], ctx, e.span)
+                    call = ir.Prim(op, (self.expr(args[0]), self.expr(args[1])), e.span)
+                    return self.apply_rest(call, args[2:], e.span)
                 if name not in CURRIED:
-                    call = self.apply_basis(name, op, self.expr(args[0], ctx), e.span)
-                    return self.apply_rest(call, args[1:], ctx, e.span)
-        return self.apply_rest(self.expr(head, ctx), args, ctx, e.span)
+                    call = self.apply_basis(name, op, self.expr(args[0]), e.span)
+                    return self.apply_rest(call, args[1:], e.span)
+        return self.apply_rest(self.expr(head), args, e.span)
 
-    def apply_rest(self, fn: ir.Expr, args: list[t.Expr], ctx, span: ir.Span) -> ir.Expr:
+    def apply_rest(self, fn: ir.Expr, args: list[t.Expr], span: ir.Span) -> ir.Expr:
         for a in args:
-            fn = ir.Apply(fn, self.expr(a, ctx), span)
+            fn = ir.Apply(fn, self.expr(a), span)
         return fn
 
-    def _ConApp(self, e: t.ConApp, ctx) -> ir.Expr:
+    def _ConApp(self, e: t.ConApp) -> ir.Expr:
         con = e.con
-        arg = self.expr(e.arg, ctx) if e.arg is not None else None
+        arg = self.expr(e.arg) if e.arg is not None else None
         if con.name == "ref" and con.tycon.name == "ref":
             return ir.Prim("ref", (arg,), e.span)
         return ir.Construct(_datatype(con.tycon), con.tag, arg, e.span)
 
-    def _ExnApp(self, e: t.ExnApp, ctx) -> ir.Expr:
-        arg = self.expr(e.arg, ctx) if e.arg is not None else None
+    def _ExnApp(self, e: t.ExnApp) -> ir.Expr:
+        arg = self.expr(e.arg) if e.arg is not None else None
         return ir.Packet(self.exn_con(e.exn, e.span), arg, e.span)
 
-    def _Fn(self, e: t.Fn, ctx) -> ir.Expr:
+    def _Fn(self, e: t.Fn) -> ir.Expr:
         free = self.free_of(e, set())
         key = self.new_key("fn", e.span)
         params = tuple(self.names[i] for i in free)
-        inner = _Ctx(set(free) | {e.param.id})
-        self.functions[key] = ir.Function(key, "fn", params + (local_name(e.param),), 1, self.expr(e.body, inner),
+        self.functions[key] = ir.Function(key, "fn", params + (local_name(e.param),), 1, self.expr(e.body),
                                           e.span)
         return ir.MakeClosure(key, tuple(ir.Local(p, e.span) for p in params), e.span)
 
-    def _Let(self, e: t.Let, ctx) -> ir.Expr:
-        return self.decs(list(e.decs), lambda: self.expr(e.body, ctx), ctx, e.span)
+    def _Let(self, e: t.Let) -> ir.Expr:
+        return self.decs(list(e.decs), lambda: self.expr(e.body), e.span)
 
-    def decs(self, decs: list[t.Dec], body, ctx, span: ir.Span) -> ir.Expr:
+    def decs(self, decs: list[t.Dec], body, span: ir.Span) -> ir.Expr:
         """Declarations in order, then `body()`; built inside out."""
         wrappers = []
         for d in decs:
@@ -370,7 +364,7 @@ class Lowerer:
             if isinstance(d, t.ValDec):
                 if self.known_val(d, top=False):
                     continue
-                wrappers.append(("val", d, self.expr(d.expr, ctx)))
+                wrappers.append(("val", d, self.expr(d.expr)))
             elif isinstance(d, t.RecDec):
                 self.rec_dec(d, top=False)
             elif isinstance(d, t.ExceptionDec):
@@ -383,8 +377,8 @@ class Lowerer:
                 continue
             inner = result
             for v, p in reversed(d.bindings):
-                inner = ir.Let(local_name(v), self.path(p, ctx), inner, d.span)
-            checked = self.tree(d.tree, ctx, lambda arm, inner=inner: inner, "Bind", None, d.span)
+                inner = ir.Let(local_name(v), self.path(p), inner, d.span)
+            checked = self.tree(d.tree, lambda arm, inner=inner: inner, "Bind", None, d.span)
             result = ir.Let(local_name(d.root), value, checked, d.span)
         return result
 
@@ -396,10 +390,10 @@ class Lowerer:
         elif isinstance(d, t.ExceptionDec):
             self.names[d.exn.var.id] = local_name(d.exn.var)
 
-    def _Seq(self, e: t.Seq, ctx) -> ir.Expr:
-        return ir.Sequence(tuple(self.expr(x, ctx) for x in e.exprs), e.span)
+    def _Seq(self, e: t.Seq) -> ir.Expr:
+        return ir.Sequence(tuple(self.expr(x) for x in e.exprs), e.span)
 
-    def _Record(self, e: t.Record, ctx) -> ir.Expr:
+    def _Record(self, e: t.Record) -> ir.Expr:
         rt = prune(e.type)
         assert isinstance(rt, TRecord)
         labels = [lbl for lbl, _ in rt.fields]
@@ -407,25 +401,25 @@ class Lowerer:
         order = []
         for lbl, x in e.fields:
             i = labels.index(lbl)
-            items[i] = self.expr(x, ctx)
+            items[i] = self.expr(x)
             order.append(i)
         order_t = tuple(order) if order != sorted(order) else ()
         return ir.Tuple(tuple(items), order_t, e.span)
 
-    def _Select(self, e: t.Select, ctx) -> ir.Expr:
+    def _Select(self, e: t.Select) -> ir.Expr:
         from frontend.ml.types import field_index
-        return ir.Part(self.expr(e.record, ctx), field_index(e.record.type, e.label), e.span)
+        return ir.Part(self.expr(e.record), field_index(e.record.type, e.label), e.span)
 
-    def _If(self, e: t.If, ctx) -> ir.Expr:
-        return ir.If(self.expr(e.cond, ctx), self.expr(e.then, ctx), self.expr(e.else_, ctx), e.span)
+    def _If(self, e: t.If) -> ir.Expr:
+        return ir.If(self.expr(e.cond), self.expr(e.then), self.expr(e.else_), e.span)
 
-    def _While(self, e: t.While, ctx) -> ir.Expr:
-        return ir.While(self.expr(e.cond, ctx), self.expr(e.body, ctx), e.span)
+    def _While(self, e: t.While) -> ir.Expr:
+        return ir.While(self.expr(e.cond), self.expr(e.body), e.span)
 
-    def _Raise(self, e: t.Raise, ctx) -> ir.Expr:
-        return ir.Raise(self.expr(e.exn, ctx), e.span)
+    def _Raise(self, e: t.Raise) -> ir.Expr:
+        return ir.Raise(self.expr(e.exn), e.span)
 
-    def _Match(self, e: t.Match, ctx) -> ir.Expr:
+    def _Match(self, e: t.Match) -> ir.Expr:
         for r in e.roots:
             self.names.setdefault(r.id, local_name(r))
         for arm in e.arms:
@@ -437,45 +431,45 @@ class Lowerer:
 
         def arm_body(i: int) -> ir.Expr:
             arm = e.arms[i]
-            body = self.expr(arm.body, ctx)
+            body = self.expr(arm.body)
             for v, p in reversed(arm.bindings):
-                body = ir.Let(local_name(v), self.path(p, ctx), body, arm.span)
+                body = ir.Let(local_name(v), self.path(p), body, arm.span)
             return body
 
         reraise = ir.Local(local_name(e.roots[0]), e.span) if e.failure == "reraise" else None
         if not shared:
-            return self.tree(e.tree, ctx, arm_body, e.failure, reraise, e.span)
+            return self.tree(e.tree, arm_body, e.failure, reraise, e.span)
         self.arm_counter += 1
         which = f"arm%{self.arm_counter}"
-        choose = self.tree(e.tree, ctx, lambda i: ir.Lit(i, e.span), e.failure, reraise, e.span)
+        choose = self.tree(e.tree, lambda i: ir.Lit(i, e.span), e.failure, reraise, e.span)
         cases = tuple((i, arm_body(i)) for i in sorted(leaves))
         return ir.Let(which, choose, ir.Switch(ir.Local(which, e.span), "int", "", cases, None, e.span), e.span)
 
-    def _Case(self, e: t.Case, ctx) -> ir.Expr:
+    def _Case(self, e: t.Case) -> ir.Expr:
         root = e.match.roots[0]
         self.names[root.id] = local_name(root)
-        return ir.Let(local_name(root), self.expr(e.scrutinee, ctx), self._Match(e.match, ctx), e.span)
+        return ir.Let(local_name(root), self.expr(e.scrutinee), self._Match(e.match), e.span)
 
-    def _Handle(self, e: t.Handle, ctx) -> ir.Expr:
+    def _Handle(self, e: t.Handle) -> ir.Expr:
         root = e.match.roots[0]
         self.names[root.id] = local_name(root)
-        return ir.Handle(self.expr(e.body, ctx), local_name(root), self._Match(e.match, ctx), e.span)
+        return ir.Handle(self.expr(e.body), local_name(root), self._Match(e.match), e.span)
 
     # ---- decision trees ---------------------------------------------------------------------
-    def path(self, p: t.Path, ctx) -> ir.Expr:
+    def path(self, p: t.Path) -> ir.Expr:
         x = self.var(p.root, p.root.span)
         for step in p.steps:
             x = ir.Part(x, step)
         return x
 
-    def tree(self, tree: t.Tree, ctx, leaf, failure: str, reraise: ir.Expr | None, span: ir.Span) -> ir.Expr:
+    def tree(self, tree: t.Tree, leaf, failure: str, reraise: ir.Expr | None, span: ir.Span) -> ir.Expr:
         if isinstance(tree, t.Leaf):
             return leaf(tree.arm)
         if isinstance(tree, t.Fail):
             if failure == "reraise":
                 return ir.Raise(reraise, span)
             return ir.Raise(ir.Packet(ir.BasisException(failure, span), None, span), span)
-        subject = self.path(tree.path, ctx)
+        subject = self.path(tree.path)
         datatype = ""
         cases = []
         for key, sub in tree.cases:
@@ -486,18 +480,13 @@ class Lowerer:
                 k = self.exn_con(key, span)
             else:
                 k = key
-            cases.append((k, self.tree(sub, ctx, leaf, failure, reraise, span)))
-        default = None if tree.default is None else self.tree(tree.default, ctx, leaf, failure, reraise, span)
+            cases.append((k, self.tree(sub, leaf, failure, reraise, span)))
+        default = None if tree.default is None else self.tree(tree.default, leaf, failure, reraise, span)
         if tree.kind == "con" and datatype not in ("list", "bool"):
             con = tree.cases[0][0]
             kinds = {c.has_arg for c in con.tycon.constructors}
             datatype += "|" + ("args" if kinds == {True} else "tags" if kinds == {False} else "mixed")
         return ir.Switch(subject, tree.kind, datatype, tuple(cases), default, span)
-
-
-@dataclass(slots=True)
-class _Ctx:
-    locals: set[int]
 
 
 def _uncurry(fn: t.Fn) -> tuple[int, list[t.Var], t.Expr]:
@@ -558,23 +547,17 @@ def _binary(op: str) -> bool:
 
 
 def _reachable(functions: dict[str, ir.Function], root: str) -> set[str]:
+    """The functions that `root` calls or makes closures of, transitively."""
     seen = {root}
     todo = [root]
     while todo:
-        f = functions[todo.pop()]
-        stack: list = [f.body]
+        stack: list = [functions[todo.pop()].body]
         while stack:
             x = stack.pop()
-            if isinstance(x, tuple):
-                stack.extend(x)
-            elif isinstance(x, (ir.CallKnown, ir.MakeClosure)):
-                key = x.function
-                if key not in seen:
-                    seen.add(key)
-                    todo.append(key)
-                stack.extend(x.args if isinstance(x, ir.CallKnown) else x.free)
-            elif dataclasses.is_dataclass(x) and not isinstance(x, ir.Span):
-                stack.extend(getattr(x, fl.name) for fl in dataclasses.fields(x) if fl.name != "span")
+            if isinstance(x, (ir.CallKnown, ir.MakeClosure)) and x.function not in seen:
+                seen.add(x.function)
+                todo.append(x.function)
+            stack.extend(ir.ml_children(x))
     return seen
 
 

@@ -65,7 +65,7 @@ def _walk(expr):
     while stack:
         x = stack.pop()
         yield x
-        stack.extend(_children(x))
+        stack.extend(ir.ml_children(x))
 
 
 class Analysis:
@@ -184,27 +184,8 @@ def _tail_positions(fn: ir.Function):
             if x.default is not None:
                 stack.append((x.default, tail))
         else:
-            for node in _children(x):
+            for node in ir.ml_children(x):
                 stack.append((node, False))
-
-
-def _children(x) -> list:
-    out = []
-    if not hasattr(x, "__dataclass_fields__"):
-        return out
-    for name in x.__dataclass_fields__:
-        if name == "span":
-            continue
-        v = getattr(x, name)
-        if isinstance(v, tuple):
-            for item in v:
-                if isinstance(item, tuple):
-                    out.extend(i for i in item if hasattr(i, "__dataclass_fields__"))
-                elif hasattr(item, "__dataclass_fields__"):
-                    out.append(item)
-        elif hasattr(v, "__dataclass_fields__"):
-            out.append(v)
-    return out
 
 
 def _non_tail_self_call(fn: ir.Function) -> bool:
@@ -671,7 +652,7 @@ def generate(module: ir.Module) -> tuple[str, Analysis, dict]:
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 12000))  # as deep as the front end lets a program nest
     try:
-        for key, info in analysis.info.items():
+        for info in analysis.info.values():
             parts.append(FunctionCompiler(analysis, info, constants).source())
             if info.direct:
                 parts.append(FunctionCompiler(analysis, info, constants, "direct").source())

@@ -53,7 +53,7 @@ class CompiledML:
             if kind == "closure0":
                 ns[name] = Closure(fn, (), fkey, info.gen, info.pure)
             else:
-                ns[name] = (lambda fn, k, g, p: lambda env: Closure(fn, env, k, g, p))(fn, fkey, info.gen, info.pure)
+                ns[name] = _closure_maker(fn, fkey, info.gen, info.pure)
         step = make_step(pe, basis.exn_message, calls)
         entry = infos[self.module.entry.target]
         main = ns[entry.py]
@@ -114,6 +114,11 @@ class MLPlace:
         g = self.globals
         for i, v in pairs:
             g[i] = v
+
+
+def _closure_maker(fn, key: str, gen: bool, pure: bool):
+    """What generated code calls to make a closure of `key` over an environment."""
+    return lambda env: Closure(fn, env, key, gen, pure)
 
 
 def _ticker(timeout: float | None):
