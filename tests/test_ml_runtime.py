@@ -158,3 +158,13 @@ def test_timeout_stops_a_loop_inside_one_function(tmp_path, program):
     src.write_text(program)
     r = hpgrem("run", str(src), "--timeout", "0.5")
     assert r.returncode == 4 and "--timeout" in r.stderr
+
+
+def test_prune_unreachable_drops_unused_prelude_functions(tmp_path):
+    src = tmp_path / "p.sml"
+    src.write_text('val _ = print (Int.toString (length (map (fn x => x) [1, 2])) ^ "\\n")\n')
+    all_functions = hpgrem("ir", str(src), "-O0").stdout
+    pruned = hpgrem("ir", str(src)).stdout
+    assert "function basis:partition" in all_functions and "function basis:partition" not in pruned
+    assert "function basis:map" in pruned
+    assert hpgrem("run", str(src), "-O0").stdout == hpgrem("run", str(src)).stdout == "2\n"

@@ -13,7 +13,8 @@ Closure conversion and lambda lifting, in one walk:
 - decision trees become `Switch`es over `Part` paths; an arm reached from several leaves is
   selected by number so that its code is made once.
 - basis values become primitives (`Prim`, typed for the overloaded operators), the higher-order
-  list functions come from the ML prelude (`prelude.sml`), compiled with every program.
+  list functions come from the ML prelude (`prelude.sml`), compiled with every program (the
+  prune-unreachable pass drops what a program does not use).
 
 Variable ids are unique in a program, so a variable's name in the IR is `name%id` everywhere.
 """
@@ -152,9 +153,7 @@ class Lowerer:
     def module(self, source: str, statements: list[ir.Expr], span: ir.Span) -> ir.Module:
         body = ir.Sequence(tuple(statements) + (ir.Lit(None),), span)
         self.functions[ENTRY] = ir.Function(ENTRY, "main", (), 0, body, span)
-        reachable = _reachable(self.functions, ENTRY)
-        functions = {k: f for k, f in self.functions.items() if k in reachable}
-        return ir.Module(source, {}, ir.Entry(ENTRY, ()), "ml", functions)
+        return ir.Module(source, {}, ir.Entry(ENTRY, ()), "ml", dict(self.functions))
 
     def top_dec(self, d: t.Dec) -> list[ir.Expr]:
         if isinstance(d, t.ValDec):
@@ -544,21 +543,6 @@ def _op_name(name: str, ty) -> str:
 def _binary(op: str) -> bool:
     return "." in op and op.split(".")[0] in ("int", "real", "string", "char") and not op.endswith(("~", "abs")) \
         or op in ("=", "<>", "=.simple", "<>.simple", "^", "/", "div", "mod", ":=", "before")
-
-
-def _reachable(functions: dict[str, ir.Function], root: str) -> set[str]:
-    """The functions that `root` calls or makes closures of, transitively."""
-    seen = {root}
-    todo = [root]
-    while todo:
-        stack: list = [functions[todo.pop()].body]
-        while stack:
-            x = stack.pop()
-            if isinstance(x, (ir.CallKnown, ir.MakeClosure)) and x.function not in seen:
-                seen.add(x.function)
-                todo.append(x.function)
-            stack.extend(ir.ml_children(x))
-    return seen
 
 
 PRELUDE_FILE = FilePath(__file__).with_name("prelude.sml")

@@ -1,13 +1,15 @@
-"""prune-unreachable: drop relations the entry can never call (most of the prelude, usually).
+"""prune-unreachable: drop relations and functions the entry can never reach (most of the
+prelude, usually, PARLOG's or ML's).
 
-A reachable `call/1` can reach any relation by name at run time, so then nothing is dropped.
+A reachable `call/1` can reach any relation by name at run time, so then no relation is dropped.
+An ML function is reached by a call or by making a closure of it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from hpgrem.ir import Module, calls_in
+from hpgrem.ir import CallKnown, MakeClosure, Module, calls_in, ml_children
 
 
 @dataclass(frozen=True)
@@ -17,6 +19,8 @@ class PruneUnreachable:
     def apply(self, module: Module) -> Module:
         if module.entry is None:
             return module
+        if module.functions:
+            module = replace(module, functions=_reachable_functions(module))
         seen = {module.entry.target}
         todo = [module.entry.target]
         while todo:
@@ -33,3 +37,18 @@ class PruneUnreachable:
                             todo.append(call.target)
         kept = {k: r for k, r in module.relations.items() if k in seen}
         return replace(module, relations=kept)
+
+
+def _reachable_functions(module: Module) -> dict:
+    seen = {module.entry.target}
+    todo = [module.entry.target]
+    while todo:
+        fn = module.functions.get(todo.pop())
+        stack: list = [fn.body] if fn is not None else []
+        while stack:
+            x = stack.pop()
+            if isinstance(x, (CallKnown, MakeClosure)) and x.function not in seen:
+                seen.add(x.function)
+                todo.append(x.function)
+            stack.extend(ml_children(x))
+    return {k: f for k, f in module.functions.items() if k in seen}
