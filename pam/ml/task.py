@@ -79,6 +79,7 @@ def make_step(pe, describe, calls: list):
     """The `proc` of ML tasks on `pe`; `describe(packet)` is the text of an uncaught exception."""
     GEN = GeneratorType
     stats = pe.stats
+    ready = pe.ready
 
     def account(transitions: int) -> None:
         """The PE loop counts one reduction per step; a step made `transitions` of them, and
@@ -169,6 +170,8 @@ def make_step(pe, describe, calls: list):
                     elif kind == JOIN:
                         if arg.state == UNSTARTED:  # no one took it: run it here
                             arg.state = CANCELLED
+                            if ready and ready[-1] is arg:  # usually the newest: drop it now
+                                ready.pop()
                             c = arg.thunk
                             try:
                                 v = c.fn(*c.env, ())
@@ -196,6 +199,8 @@ def make_step(pe, describe, calls: list):
                     elif kind == CANCEL:
                         if arg.state == UNSTARTED:
                             arg.state = CANCELLED
+                            if ready and ready[-1] is arg:
+                                ready.pop()
             n -= 1
             if not n or calls[0] >= INNER:  # the slice is used up (direct calls count too)
                 t.value, t.exc = value, exc
