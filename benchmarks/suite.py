@@ -146,6 +146,9 @@ def bench_speedup16() -> list[Row]:
         path = HERE / "parlog" / f"{name}.par"
         one = virtual_time(path, 1)
         rows.append(Row(f"{name}@16", "speedup", one / virtual_time(path, 16, "mesh:4x4"), "x"))
+    ml = HERE / "ml" / "pfib30.sml"
+    one = _run_ml(ml)[1].time
+    rows.append(Row("pfib30@16", "speedup", one / _run_ml(ml, 16, "mesh:4x4")[1].time, "x"))
     return rows
 
 
@@ -159,13 +162,20 @@ def virtual_time(path: Path, pes: int, topology: str | None = None) -> float:
 
 
 def bench_mpi2() -> list[Row]:
-    """Real speedup: the run's wall time on one PE against `mpiexec -n 2` on 10-queens, best of
-    three each (start-up excluded: both are the time of the run itself)."""
+    """Real speedup: the run's wall time on one PE against `mpiexec -n 2`, on 10-queens (PARLOG)
+    and fork/join Fibonacci (ML), best of three each (start-up excluded: both are the time of
+    the run itself)."""
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
         return []
-    path = HERE / "parlog" / "queens10.par"
-    one, _, _ = _run_parlog(path)
+    return [Row("queens10@mpi2", "speedup", _run_parlog(HERE / "parlog" / "queens10.par")[0]
+                / _mpi2_time(mpiexec, HERE / "parlog" / "queens10.par"), "x"),
+            Row("pfib30@mpi2", "speedup", _run_ml(HERE / "ml" / "pfib30.sml")[0]
+                / _mpi2_time(mpiexec, HERE / "ml" / "pfib30.sml"), "x")]
+
+
+def _mpi2_time(mpiexec: str, path: Path) -> float:
+    """The best of three times of the run itself under `mpiexec -n 2`."""
     two = float("inf")
     with tempfile.TemporaryDirectory() as tmp:
         stats = Path(tmp) / "stats.json"
@@ -175,7 +185,7 @@ def bench_mpi2() -> list[Row]:
             if r.returncode != 0:
                 raise RuntimeError(f"mpiexec run failed: {r.stderr.strip()}")
             two = min(two, json.loads(stats.read_text())["time"])
-    return [Row("queens10@mpi2", "speedup", one / two, "x")]
+    return two
 
 
 BENCHMARKS: dict[str, Callable[[], list[Row]]] = {

@@ -16,6 +16,8 @@ from pam.errors import Deadlock, Halt, LimitExceeded, MachineStop, ProgramFailur
 from pam.pe import DEADLOCK_REPORT_LIMIT
 from pam.stats import RunStats
 from pam.transport.mpi import BATCH, IDLE_SLEEP
+
+BATCH_SECONDS = 0.001  # the wall time between looks at the network that the batch size aims at
 from pam.write import write_term
 
 
@@ -82,16 +84,25 @@ def _loop(machine) -> tuple[tuple, float]:
     transport, pe = machine.transport, machine.pe
     net, me = pe.net, pe.number
     busy = 0.0
+    batch = 64  # grows to BATCH while steps are cheap
     while True:
         notice = transport.failure_notice() if me == 0 else transport.halt_notice()
         if notice is not None:
             return notice, busy
         for m in transport.poll():
             net.receive(m)
+        transport.flush()  # answers (work for a thief, values) leave before the next batch
         if pe.ready:
             began = time.perf_counter()
-            pe.run(BATCH)
-            busy += time.perf_counter() - began
+            pe.run(batch)
+            took = time.perf_counter() - began
+            busy += took
+            # look at the network about every millisecond, whatever a step costs (an ML step
+            # is up to a hundred calls, a PARLOG step one reduction)
+            if took > BATCH_SECONDS * 2:
+                batch = max(8, batch // 2)
+            elif took < BATCH_SECONDS / 2:
+                batch = min(BATCH, batch * 2)
         else:
             net.idle()
             action, arg = net.safra.step()
