@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 from conftest import EXAMPLES, hpgrem
 
@@ -65,3 +66,13 @@ def test_missing_ml_file_and_bad_topology_are_usage_errors():
     assert r.returncode == 2 and "no such file" in r.stderr
     r = hpgrem("run", NREV, "--pes", "4", "--topology", "mesh:3x3")
     assert r.returncode == 2 and "9 PEs" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bench_ml_rows_compare_with_cpython_and_poly():
+    r = hpgrem("bench", "tak", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    peers = {row["peer"] for row in rows if row["metric"] == "time"}
+    assert "CPython" in peers
+    assert ("Poly/ML" in peers) == (shutil.which("poly") is not None)
+    assert all(row["value"] > 0 for row in rows)
