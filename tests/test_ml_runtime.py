@@ -168,3 +168,11 @@ def test_prune_unreachable_drops_unused_prelude_functions(tmp_path):
     assert "function basis:partition" in all_functions and "function basis:partition" not in pruned
     assert "function basis:map" in pruned
     assert hpgrem("run", str(src), "-O0").stdout == hpgrem("run", str(src)).stdout == "2\n"
+
+
+def test_record_fields_are_evaluated_in_the_order_written():
+    text = """
+    val r = #b {b = (1 before print "b\\n"), a = ([0] before print "a\\n")}
+    val {y, x} = {y = (print "y\\n"; 1), x = (print "x\\n"; 2)}
+    """
+    assert run(text)[:2] == ("b\na\ny\nx\n", None)

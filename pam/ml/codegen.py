@@ -474,8 +474,8 @@ class FunctionCompiler:
         if isinstance(e, ir.Global):
             return f"G[{self.a.globals[e.name]}]"
         if isinstance(e, ir.Tuple):
-            if e.order:
-                parts = self.exprs([e.items[i] for i in e.order])
+            if e.order:  # fields written out of label order: evaluate them as written
+                parts = self.exprs([e.items[i] for i in e.order], atomic=True)
                 items = [""] * len(e.items)
                 for pos, value in zip(e.order, parts):
                     items[pos] = value
