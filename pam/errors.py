@@ -49,3 +49,8 @@ class RankExit(MachineStop):
 class Uncaught(ProgramFailure):
     """An ML exception reached the top level (exit 1); `message` reads as Poly/ML's
     `uncaught exception NAME` (with the message for `Fail`)."""
+
+
+class Finished(MachineStop):
+    """The ML program's main evaluation finished: the run ends there, even if forked tasks whose
+    results can no longer matter (a sibling raised first) are still running on other PEs."""

@@ -15,7 +15,7 @@ from hpgrem.ir import Module
 from pam import rules
 from pam.costs import DEFAULT, CostModel
 from pam.distribution import Net
-from pam.errors import Deadlock, LimitExceeded, MachineStop, ProgramFailure
+from pam.errors import Deadlock, Finished, LimitExceeded, MachineStop, ProgramFailure
 from pam.pe import DEADLOCK_REPORT_LIMIT, PE
 from pam.stats import RunStats
 from pam.task import Task
@@ -112,13 +112,20 @@ class Machine:
             if self.comm is not None:
                 return run_on_ranks(self, outputs)
             self.pe.push(self.entry_task(outputs))
+            finished = False
+            try:
+                if self.sim is None:
+                    self.pe.run()
+                else:
+                    vtime = self._simulate()
+                    self._resolve(outputs)
+            except Finished:  # an ML program: its main evaluation is done, orphans are not waited for
+                finished = True
+                if self.sim is not None:
+                    vtime = self.sim.clock[0]
             if self.sim is None:
-                self.pe.run()
                 vtime = self.pe.instructions * self.costs.instruction
-            else:
-                vtime = self._simulate()
-                self._resolve(outputs)
-            suspended = sum(len(pe.suspended) for pe in self.pes)
+            suspended = 0 if finished else sum(len(pe.suspended) for pe in self.pes)
             if suspended:
                 names: dict[int, str] = {}
                 goals = []

@@ -193,9 +193,12 @@ class PE:
                         t = r
                         slice_left -= 1
                         if not slice_left:
-                            if calls >= next_check:  # a pause for limits or messages: resume it first
+                            # a pause for limits or messages: resume it first; an ML evaluation
+                            # always resumes first (work first: its forked children wait for
+                            # thieves or its join); otherwise its time slice is up: to the back
+                            if calls >= next_check or type(t) is MLTask:
                                 ready.append(t)
-                            else:  # its time slice is up: to the back of the queue
+                            else:
                                 ready.appendleft(t)
                             break
                         continue

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import traceback
 
-from pam.errors import Deadlock, Halt, LimitExceeded, MachineStop, ProgramFailure, RankExit, Uncaught
+from pam.errors import Deadlock, Finished, Halt, LimitExceeded, MachineStop, ProgramFailure, RankExit, Uncaught
 from pam.pe import DEADLOCK_REPORT_LIMIT
 from pam.stats import RunStats
 from pam.transport.mpi import BATCH, IDLE_SLEEP
@@ -29,6 +29,8 @@ def _describe(err: BaseException) -> tuple:
         return ("failure", err.message, err.goal, err.span, err.pe)
     if isinstance(err, Halt):
         return ("halt",)
+    if isinstance(err, Finished):
+        return ("finished",)
     if isinstance(err, LimitExceeded):
         return ("limit", str(err))
     return ("internal", f"{type(err).__name__}: {err}", traceback.format_exc())
@@ -150,7 +152,7 @@ def _status(outcome, gathered) -> int:
     kind = outcome[0]
     if kind == "done":
         return 3 if sum(g[1] for g in gathered) else 0
-    return {"failure": 1, "uncaught": 1, "halt": 0, "limit": 4, "internal": 70}[kind]
+    return {"failure": 1, "uncaught": 1, "finished": 0, "halt": 0, "limit": 4, "internal": 70}[kind]
 
 
 def _raise_outcome(outcome, gathered) -> None:
@@ -160,6 +162,8 @@ def _raise_outcome(outcome, gathered) -> None:
         raise ProgramFailure(message, goal, span, pe)
     if kind == "uncaught":
         raise Uncaught(outcome[1])
+    if kind == "finished":
+        return
     if kind == "halt":
         raise Halt()
     if kind == "limit":

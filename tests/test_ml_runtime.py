@@ -176,3 +176,14 @@ def test_record_fields_are_evaluated_in_the_order_written():
     val {y, x} = {y = (print "y\\n"; 1), x = (print "x\\n"; 2)}
     """
     assert run(text)[:2] == ("b\na\ny\nx\n", None)
+
+
+def test_a_left_exception_wins_over_a_right_branch_that_never_ends():
+    text = """
+    fun loop n = if n < 0 then 0 else loop (n + 1)
+    fun work 0 = 0 | work n = 1 + work (n - 1)
+    val r = (ForkJoin.par (fn () => (work 20000; raise Fail "left"), fn () => loop 0); "no")
+            handle Fail m => m
+    val _ = print (r ^ "\\n")
+    """
+    assert run(text)[:2] == ("left\n", None)

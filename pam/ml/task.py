@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from types import GeneratorType
 
-from pam.errors import Uncaught
+from pam.errors import Finished, Uncaught
 from pam.ml.codegen import CANCEL, FORK, JOIN
 from pam.ml.values import Packet
 from pam.task import CANCELLED, STARTED, UNSTARTED, MLTask
@@ -92,7 +92,7 @@ def make_step(pe, describe, calls: list):
     def finish(t, ok: bool, v):
         if t.result is None:
             if ok:
-                return None
+                raise Finished()
             raise Uncaught(f"uncaught exception {describe(v)}")
         pe.bind(t.result, (ok, v))
         return None
