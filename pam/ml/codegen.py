@@ -250,11 +250,11 @@ class FunctionCompiler:
         direct = self.mode == "direct"
         head = f"def {self.info.py}{'_d' if direct else ''}({', '.join((['d'] if direct else []) + params)}):"
         out = self.out
+        if direct:  # a call counts as a reduction (each further iteration of its loop too)
+            out.emit("calls[0] += 1")
         if self.info.loop:
             out.emit("while True:")
             out.depth += 1
-        if direct:
-            out.emit("calls[0] += 1")
         self.ret(self.fn.body)
         if self.mode == "gen":
             out.depth = 1
