@@ -1,13 +1,16 @@
 """ML functions -> Python source, compiled once per module (threaded code, as for PARLOG rules).
 
-Each HPGREM `Function` becomes one Python function. Two kinds:
+Each HPGREM `Function` becomes one Python function (two for a direct one). The kinds:
 - *plain*: its calls are only to primitives and other plain functions, and the plain call graph
   has no cycles (a self tail call is a loop), so running it directly cannot grow Python's stack
   without bound;
 - *generator*: everything else. A non-tail call `yield`s the callee's generator to the task's
   driver (pam/ml/task.py), which keeps the frames on a heap-allocated stack, so ML recursion is
   bounded by memory, never by Python's stack. A tail call returns the callee's generator, and
-  the driver replaces the frame. `ForkJoin.par` yields fork and join requests.
+  the driver replaces the frame. `ForkJoin.par` yields fork and join requests;
+- *direct*: a generator that (transitively) calls only known functions also gets a twin `f_d`
+  that recurses in Python to depth DEPTH and then hands the rest to a heap-stack driver
+  (`nested`); code outside the direct set calls the twin (see `call_text`).
 
 A function is *pure* when it cannot print or touch a ref (directly, through known calls, or
 through calls of unknown functions when any function that escapes as a value is impure); only
