@@ -13,7 +13,6 @@ import re
 from functools import cached_property
 from math import isqrt
 
-import networkx as nx
 
 KINDS = ("mesh", "torus", "ring", "hypercube", "tree", "full")
 NEIGHBOUR_NAMES = frozenset({"north", "south", "east", "west", "left", "right", "parent", "child"})
@@ -106,8 +105,10 @@ class Topology:
         return [[j for j in range(n) if j != i] for i in range(n)]
 
     @cached_property
-    def graph(self) -> nx.Graph:
-        """The links as a simple undirected networkx graph on nodes 0..pes-1 (built lazily)."""
+    def graph(self):
+        """The links as a simple undirected networkx graph on nodes 0..pes-1 (built lazily;
+        networkx is imported only here, so a run that needs no graph does not pay for it)."""
+        import networkx as nx
         g = nx.Graph(name=self.name)
         g.add_nodes_from(range(self.pes))
         g.add_edges_from((i, j) for i, nbrs in enumerate(self._adjacency) for j in nbrs if i < j)
