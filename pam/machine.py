@@ -23,7 +23,7 @@ from pam.terms import Var
 from pam.topology import parse_topology
 from pam.transport.mpi import MPITransport
 from pam.transport.mpi import now as mpi_now
-from pam.transport.sim import BATCH, Simulation
+from pam.transport.sim import BATCH, ML_BATCH, Simulation
 from pam.write import write_term
 
 
@@ -79,9 +79,11 @@ class Machine:
         self.sim = Simulation(self.topology, costs, jitter, seed) if pes > 1 and comm is None else None
         compiler = rules.RuleCompiler(module)
         self.ml = None
+        self.batch = BATCH  # steps a simulated PE runs between looks at its messages
         if module.functions:
             from pam.ml.loader import CompiledML
             self.ml = CompiledML(module)
+            self.batch = ML_BATCH
         self.pes: list[PE] = []
         self.procs: list[dict] = []
         numbers = [comm.Get_rank()] if comm is not None else range(pes)
@@ -178,7 +180,7 @@ class Machine:
             sim.clock[n] = max(sim.clock[n], t)
             if pe.ready:
                 before = pe.instructions
-                pe.run(BATCH)
+                pe.run(self.batch)
                 sim.advance(n, sim.clock[n], pe.instructions - before)
                 sim.flush(n)
                 sim.wake_pe(n, sim.clock[n])

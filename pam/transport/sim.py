@@ -18,6 +18,7 @@ from pam.costs import DEFAULT, CostModel
 from pam.transport import Message
 
 BATCH = 32  # reductions between looks at the message queue
+ML_BATCH = 4  # the same for ML, whose steps are up to a hundred calls each
 
 
 class SimTransport:
