@@ -116,7 +116,7 @@ def compile_program(text: str, file: str) -> CompiledProgram:
     from frontend.ml.lower import Lowerer
     from hpgrem.ir import Span
 
-    lowerer = Lowerer(file)
+    lowerer = Lowerer()
     lowerer.prelude_decs(_prelude_decs())
     lowerer.forget_prelude_ids()
     elaborator = Elaborator(file)

@@ -119,7 +119,7 @@ def local_name(v: t.Var) -> str:
 class Lowerer:
     """Lowers the prelude and then the program's chunks into one module."""
 
-    def __init__(self, file: str):
+    def __init__(self):
         self.functions: dict[str, ir.Function] = {}
         self.known: dict[int, Known] = {}
         self.globals: set[int] = set()
@@ -133,7 +133,7 @@ class Lowerer:
         """Lower the prelude's functions (top-level `fun`s only) and remember them by name."""
         for d in decs:
             assert isinstance(d, t.RecDec)
-            self.rec_dec(d, top=True, prefix="basis:")
+            self.rec_dec(d, prefix="basis:")
             for var, _ in d.binds:
                 self.prelude[var.name] = self.known[var.id]
 
@@ -157,7 +157,7 @@ class Lowerer:
 
     def top_dec(self, d: t.Dec) -> list[ir.Expr]:
         if isinstance(d, t.ValDec):
-            if self.known_val(d, top=True):
+            if self.known_val(d):
                 return []
             self.globals.add(d.root.id)
             self.globals.update(v.id for v, _ in d.bindings)
@@ -168,7 +168,7 @@ class Lowerer:
             out.extend(ir.SetGlobal(local_name(v), self.path(p), d.span) for v, p in d.bindings)
             return out
         if isinstance(d, t.RecDec):
-            self.rec_dec(d, top=True)
+            self.rec_dec(d)
             return []
         if isinstance(d, t.ExceptionDec):
             self.globals.add(d.exn.var.id)
@@ -197,14 +197,14 @@ class Lowerer:
             out.add(v)
         return tuple(sorted(out))
 
-    def known_val(self, d: t.ValDec, top: bool) -> bool:
+    def known_val(self, d: t.ValDec) -> bool:
         """`val f = fn ...` binds a known function."""
         if not (isinstance(d.expr, t.Fn) and isinstance(d.tree, t.Leaf) and not d.bindings):
             return False
-        self.rec_dec(t.RecDec(((d.root, d.expr),), d.span), top=top)
+        self.rec_dec(t.RecDec(((d.root, d.expr),), d.span))
         return True
 
-    def rec_dec(self, d: t.RecDec, top: bool, prefix: str = "") -> None:
+    def rec_dec(self, d: t.RecDec, prefix: str = "") -> None:
         group = {v.id for v, _ in d.binds}
         free: set[int] = set()
         for _, fn in d.binds:
@@ -353,19 +353,19 @@ class Lowerer:
         return ir.MakeClosure(key, tuple(ir.Local(p, e.span) for p in params), e.span)
 
     def _Let(self, e: t.Let) -> ir.Expr:
-        return self.decs(list(e.decs), lambda: self.expr(e.body), e.span)
+        return self.decs(list(e.decs), lambda: self.expr(e.body))
 
-    def decs(self, decs: list[t.Dec], body, span: ir.Span) -> ir.Expr:
+    def decs(self, decs: list[t.Dec], body) -> ir.Expr:
         """Declarations in order, then `body()`; built inside out."""
         wrappers = []
         for d in decs:
             self.note_locals(d)
             if isinstance(d, t.ValDec):
-                if self.known_val(d, top=False):
+                if self.known_val(d):
                     continue
                 wrappers.append(("val", d, self.expr(d.expr)))
             elif isinstance(d, t.RecDec):
-                self.rec_dec(d, top=False)
+                self.rec_dec(d)
             elif isinstance(d, t.ExceptionDec):
                 wrappers.append(("exn", d, None))
         result = body()
