@@ -147,17 +147,21 @@ def bench_speedup16() -> list[Row]:
         one = virtual_time(path, 1)
         rows.append(Row(f"{name}@16", "speedup", one / virtual_time(path, 16, "mesh:4x4"), "x"))
     ml = HERE / "ml" / "pfib30.sml"
-    one = _run_ml(ml)[1].time
-    rows.append(Row("pfib30@16", "speedup", one / _run_ml(ml, 16, "mesh:4x4")[1].time, "x"))
+    rows.append(Row("pfib30@16", "speedup", virtual_time(ml, 1) / virtual_time(ml, 16, "mesh:4x4"), "x"))
     return rows
 
 
 def virtual_time(path: Path, pes: int, topology: str | None = None) -> float:
-    """The virtual time of a program's run on `pes` simulated PEs."""
-    from frontend.parlog import compile_program
+    """The virtual time of a program's run (PARLOG or ML) on `pes` simulated PEs."""
     from hpgrem.passes import pipeline, run_passes
     from pam.machine import Machine
-    module = run_passes(compile_program(path.read_text(), str(path)), pipeline(1))
+    if path.suffix == ".sml":
+        from frontend.ml import compile_program as compile_ml
+        module = compile_ml(path.read_text(), str(path)).module
+    else:
+        from frontend.parlog import compile_program
+        module = compile_program(path.read_text(), str(path))
+    module = run_passes(module, pipeline(1))
     return Machine(module, stream=io.StringIO(), pes=pes, topology=topology).run().stats.time
 
 
