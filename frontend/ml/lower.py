@@ -123,7 +123,7 @@ class Lowerer:
         self.functions: dict[str, ir.Function] = {}
         self.known: dict[int, Known] = {}
         self.globals: set[int] = set()
-        self.names: dict[int, str] = {}  # var id -> local name, for free variables
+        self.names: dict[int, str] = {}  # var id -> local name, of every variable a free-variable scan met
         self.prelude: dict[str, Known] = {}
         self.counter = 0
         self.arm_counter = 0
@@ -213,7 +213,6 @@ class Lowerer:
         for v, fn in d.binds:
             arity, _, _ = _uncurry(fn)
             self.known[v.id] = Known(self.new_key(v.name, fn.span, prefix), arity, free_ids)
-            self.names[v.id] = local_name(v)
         for v, fn in d.binds:
             k = self.known[v.id]
             _, params, body = _uncurry(fn)
@@ -359,7 +358,6 @@ class Lowerer:
         """Declarations in order, then `body()`; built inside out."""
         wrappers = []
         for d in decs:
-            self.note_locals(d)
             if isinstance(d, t.ValDec):
                 if self.known_val(d):
                     continue
@@ -380,14 +378,6 @@ class Lowerer:
             checked = self.tree(d.tree, lambda arm, inner=inner: inner, "Bind", None, d.span)
             result = ir.Let(local_name(d.root), value, checked, d.span)
         return result
-
-    def note_locals(self, d: t.Dec) -> None:
-        """Remember the local names of variables a declaration binds (closures may need them)."""
-        if isinstance(d, t.ValDec):
-            for v in (d.root, *(v for v, _ in d.bindings)):
-                self.names[v.id] = local_name(v)
-        elif isinstance(d, t.ExceptionDec):
-            self.names[d.exn.var.id] = local_name(d.exn.var)
 
     def _Seq(self, e: t.Seq) -> ir.Expr:
         return ir.Sequence(tuple(self.expr(x) for x in e.exprs), e.span)
@@ -419,11 +409,6 @@ class Lowerer:
         return ir.Raise(self.expr(e.exn), e.span)
 
     def _Match(self, e: t.Match) -> ir.Expr:
-        for r in e.roots:
-            self.names.setdefault(r.id, local_name(r))
-        for arm in e.arms:
-            for v, _ in arm.bindings:
-                self.names[v.id] = local_name(v)
         leaves: dict[int, int] = {}
         _count_leaves(e.tree, leaves)
         shared = any(n > 1 for n in leaves.values())
@@ -446,12 +431,10 @@ class Lowerer:
 
     def _Case(self, e: t.Case) -> ir.Expr:
         root = e.match.roots[0]
-        self.names[root.id] = local_name(root)
         return ir.Let(local_name(root), self.expr(e.scrutinee), self._Match(e.match), e.span)
 
     def _Handle(self, e: t.Handle) -> ir.Expr:
         root = e.match.roots[0]
-        self.names[root.id] = local_name(root)
         return ir.Handle(self.expr(e.body), local_name(root), self._Match(e.match), e.span)
 
     # ---- decision trees ---------------------------------------------------------------------

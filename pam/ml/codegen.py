@@ -240,12 +240,18 @@ class FunctionCompiler:
             py = self.names[name] = f"v{len(self.names)}"
         return py
 
-    def const(self, value) -> str:
-        """A name for a constant object of the generated module."""
-        name = self.constants.get(("lit", repr(value)))
+    def constant(self, kind: str, key, prefix: str) -> str:
+        """The name in the generated module of the object (`kind`, `key`): a literal, a primitive,
+        a closure maker or a closure without free variables; the loader binds the names."""
+        name = self.constants.get((kind, key))
         if name is None:
-            name = self.constants[("lit", repr(value))] = f"k{len(self.constants)}"
-            self.constants[name] = value
+            name = self.constants[(kind, key)] = f"{prefix}{len(self.constants)}"
+        return name
+
+    def const(self, value) -> str:
+        """A name for a literal (a string or a real) of the generated module."""
+        name = self.constant("lit", repr(value), "k")
+        self.constants[name] = value
         return name
 
     def source(self) -> str:
@@ -508,17 +514,10 @@ class FunctionCompiler:
                 return repr(e.tag)
             return f"({e.tag}, {self.expr(e.arg)})"
         if isinstance(e, ir.MakeClosure):
-            callee = self.a.info[e.function]
-            maker = self.constants.get(("closure", e.function))
-            if maker is None:
-                maker = self.constants[("closure", e.function)] = f"mk{len(self.constants)}"
             if not e.free:
-                name = self.constants.get(("closure0", e.function))
-                if name is None:
-                    name = self.constants[("closure0", e.function)] = f"c{len(self.constants)}"
-                return name
+                return self.constant("closure0", e.function, "c")
             free = self.exprs(e.free)
-            return f"{maker}(({', '.join(free)},))"
+            return f"{self.constant('closure', e.function, 'mk')}(({', '.join(free)},))"
         if isinstance(e, ir.Prim):
             return self.prim(e)
         if isinstance(e, ir.CallKnown):
@@ -601,9 +600,7 @@ class FunctionCompiler:
             t = self.out.temp() if "{t}" in UNARY[op] else ""
             return UNARY[op].format(a=a, t=t)
         args = self.exprs(e.args)
-        name = self.constants.get(("prim", op))
-        if name is None:
-            name = self.constants[("prim", op)] = f"p{len(self.constants)}"
+        name = self.constant("prim", op, "p")
         if len(args) == 2:  # a curried basis function applied to both arguments
             return f"{name}({args[0]})({args[1]})"
         return f"{name}({args[0]})"

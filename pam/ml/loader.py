@@ -134,13 +134,11 @@ def _ticker(timeout: float | None):
 
 
 def _primitive(basis, op: str):
+    """The basis function of `op`: a basis name, or `type.name` for an overloaded operator."""
     if op in basis.PRIMITIVES:
         return basis.PRIMITIVES[op]
-    name, _, ty = op.partition(".") if op[0].islower() and "." in op else (op, "", "")
-    if (op.split(".", 1)[1], op.split(".", 1)[0]) in basis.OVERLOADED:
-        ty, name = op.split(".", 1)
-        return basis.OVERLOADED[(name, ty)]
-    raise KeyError(f"no primitive for {op}")
+    ty, _, name = op.partition(".")
+    return basis.OVERLOADED[(name, ty)]
 
 
 def _printer(output):
