@@ -1,96 +1,199 @@
-"""The `.hpg` file format: a module as JSON, tagged by node kind, that round-trips exactly.
+"""The `.hpg` file format: a module as JSON that round-trips exactly.
 
-`compile` writes it and `run` reads it, so the two can be separate steps. The first key,
-`format`, names the format and its version; a reader refuses other versions and malformed files
-with `HpgFormatError` (a user error, never a traceback).
+`compile` writes it and `run` reads it, so the two can be separate steps. The document is
+`{"format": "hpgrem", "version": 2, "dialect", "source", "entry", "rules", "annotations"}`; a
+node is `{"kind": KIND, FIELD: VALUE, ...}` with the fields its kind declares, a span is
+`[file, line, col]`, an enum is its value, a tuple a list. Everything is generic over the node
+registry: a dialect adds node kinds without touching this file.
+
+A `.hpg` file is untrusted input: reading it checks every field against its declared type and
+refuses anything else with `HpgFormatError` naming the JSON path of the bad field (a user
+error, exit 2, never a traceback). Other versions are refused too.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import enum
 import json
+import types
+import typing
 
-from hpgrem import ir
+from hpgrem.ir.core import NODE_KINDS, Dialect, Entry, Module, Node, Rule, Span, schema
 
 FORMAT = "hpgrem"
-VERSION = 1
-
-_NODES = {cls.__name__: cls for cls in (
-    ir.Span, ir.Var, ir.Atom, ir.Int, ir.Float, ir.Struct, ir.Call, ir.Conj, ir.Clause, ir.Relation, ir.Entry,
-    ir.Lit, ir.Local, ir.Global, ir.MakeClosure, ir.CallKnown, ir.Apply, ir.Prim, ir.Construct, ir.Tuple,
-    ir.Part, ir.Let, ir.SetGlobal, ir.Sequence, ir.If, ir.Switch, ir.Raise, ir.Handle, ir.While,
-    ir.NewException, ir.BasisException, ir.Packet, ir.Par, ir.Function)}
+VERSION = 2  # 1: the two-IR format before the node registry (no dialect field, spans as nodes)
 
 
 class HpgFormatError(Exception):
     """The file is not a readable `.hpg` module."""
 
 
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
 def _encode(x):
-    if dataclasses.is_dataclass(x):
-        out = {"kind": type(x).__name__}
-        for f in dataclasses.fields(x):
-            out[f.name] = _encode(getattr(x, f.name))
+    if isinstance(x, Node):
+        out = {"kind": x.kind}
+        for name in schema(type(x)).fields:
+            out[name] = _encode(getattr(x, name))
         return out
-    if isinstance(x, float):
-        return {"kind": "float", "repr": repr(x)}  # keeps -0.0, inf and nan exact
-    if isinstance(x, tuple):
+    if type(x) is Span:
+        return [x.file, x.line, x.col]
+    if isinstance(x, enum.Enum):
+        return x.value
+    if type(x) is tuple:
         return [_encode(i) for i in x]
-    if isinstance(x, dict):
-        return {k: _encode(v) for k, v in x.items()}
     return x
 
 
-def _decode(x):
-    if isinstance(x, list):
-        return tuple(_decode(i) for i in x)
-    if isinstance(x, dict):
-        kind = x.get("kind")
-        if kind == "float":
-            return float(x["repr"])
-        cls = _NODES.get(kind)
-        if cls is None:
-            raise HpgFormatError(f"unknown node kind {kind!r}")
-        fields = {f.name for f in dataclasses.fields(cls)}
-        if set(x) - {"kind"} != fields:
-            raise HpgFormatError(f"{kind} node has fields {sorted(set(x) - {'kind'})}, expected {sorted(fields)}")
-        return cls(**{k: _decode(v) for k, v in x.items() if k != "kind"})
-    return x
-
-
-def dumps(module: ir.Module) -> str:
+def dumps(module: Module) -> str:
     """The module as `.hpg` text."""
     doc = {
-        "format": FORMAT, "version": VERSION, "language": module.language, "source": module.source,
+        "format": FORMAT, "version": VERSION, "dialect": module.dialect.value, "source": module.source,
         "entry": _encode(module.entry),
-        "relations": [_encode(r) for r in module.relations.values()],
-        "functions": [_encode(f) for f in module.functions.values()],
+        "rules": [_encode(r) for r in module.rules.values()],
+        "annotations": {k: {n: _encode(v) for n, v in notes.items()} for k, notes in module.annotations.items()},
     }
     return json.dumps(doc, separators=(",", ":")) + "\n"
 
 
-def loads(text: str) -> ir.Module:
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+class _Bad(Exception):
+    def __init__(self, path: str, problem: str):
+        self.path, self.problem = path, problem
+
+
+def _decode(x, hint, path: str):
+    """`x` (parsed JSON) as a value of the declared type `hint`."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or isinstance(hint, types.UnionType):
+        alternatives = typing.get_args(hint)
+        if isinstance(x, dict):
+            return _decode_node(x, alternatives, path)
+        for alt in alternatives:
+            try:
+                return _decode(x, alt, path)
+            except _Bad:
+                continue
+        raise _Bad(path, f"expected {_hint_name(hint)}, found {_json_name(x)}")
+    if origin is tuple:
+        if not isinstance(x, list):
+            raise _Bad(path, f"expected a list, found {_json_name(x)}")
+        args = typing.get_args(hint)
+        items = args[:1] * len(x) if len(args) == 2 and args[1] is Ellipsis else args
+        if len(items) != len(x):
+            raise _Bad(path, f"expected a list of {len(items)}, found {len(x)} items")
+        return tuple(_decode(i, h, f"{path}[{k}]") for k, (i, h) in enumerate(zip(x, items)))
+    if hint is type(None):
+        if x is None:
+            return None
+    elif hint is Span:
+        if (isinstance(x, list) and len(x) == 3 and type(x[0]) is str and type(x[1]) is int
+                and type(x[2]) is int):
+            return Span(*x)
+    elif hint is int or hint is str or hint is bool:
+        if type(x) is hint:
+            return x
+    elif hint is float:
+        if type(x) is float:
+            return x
+    elif isinstance(hint, type) and issubclass(hint, enum.Enum):
+        try:
+            return hint(x)
+        except ValueError:
+            raise _Bad(path, f"{x!r} is not a {hint.__name__} ({', '.join(repr(m.value) for m in hint)})") from None
+    elif isinstance(hint, type) and issubclass(hint, Node):
+        if isinstance(x, dict):
+            return _decode_node(x, (hint,), path)
+    else:
+        raise TypeError(f"unsupported field type {hint!r}")
+    raise _Bad(path, f"expected {_hint_name(hint)}, found {_json_name(x)}")
+
+
+def _decode_node(x: dict, allowed: tuple, path: str) -> Node:
+    kind = x.get("kind")
+    cls = NODE_KINDS.get(kind) if type(kind) is str else None
+    if cls is None:
+        raise _Bad(path, f"unknown node kind {kind!r}")
+    if not any(isinstance(a, type) and issubclass(cls, a) for a in allowed):
+        raise _Bad(path, f"a {kind} node cannot stand here (expected {' or '.join(_hint_name(a) for a in allowed)})")
+    fields = schema(cls).fields
+    if set(x) - {"kind"} != set(fields):
+        raise _Bad(path, f"{kind} node has fields {sorted(set(x) - {'kind'})}, expected {sorted(fields)}")
+    return cls(**{name: _decode(x[name], hint, f"{path}.{name}") for name, hint in fields.items()})
+
+
+def _decode_annotation(x, path: str, depth: int = 0):
+    if x is None or type(x) in (bool, int, float, str):
+        return x
+    if isinstance(x, list) and depth < 4:
+        return tuple(_decode_annotation(i, f"{path}[{k}]", depth + 1) for k, i in enumerate(x))
+    raise _Bad(path, f"an annotation must be a number, string, boolean, null or list, not {_json_name(x)}")
+
+
+def _hint_name(hint) -> str:
+    if isinstance(hint, type):
+        return {"NoneType": "null", "Span": "a span [file, line, col]"}.get(hint.__name__, hint.__name__)
+    return " or ".join(_hint_name(a) for a in typing.get_args(hint)) if typing.get_args(hint) else str(hint)
+
+
+def _json_name(x) -> str:
+    if isinstance(x, dict):
+        return f"a {x['kind']} node" if type(x.get("kind")) is str else "an object"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+            type(None): "null"}.get(type(x), type(x).__name__)
+
+
+def loads(text: str) -> Module:
     """A module from `.hpg` text; raises HpgFormatError on anything malformed."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise HpgFormatError(f"not an .hpg file (invalid JSON at line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise HpgFormatError("not a readable .hpg file (nested too deeply)") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise HpgFormatError("not an .hpg file (no 'format': 'hpgrem' header)")
-    if doc.get("version") != VERSION:
-        raise HpgFormatError(f".hpg version {doc.get('version')} is not supported (this hpgrem reads {VERSION})")
+    version = doc.get("version")
+    if version != VERSION:
+        which = "an older" if type(version) is int and version < VERSION else "a newer" \
+            if type(version) is int else "an unknown"
+        raise HpgFormatError(f".hpg format version {version!r} is {which} format; this hpgrem reads version "
+                             f"{VERSION} only: compile the program again with this hpgrem")
     try:
-        relations = [_decode(r) for r in doc["relations"]]
-        functions = [_decode(f) for f in doc.get("functions", [])]
-        entry = _decode(doc["entry"]) if doc["entry"] is not None else None
-        module = ir.Module(doc["source"], {r.key: r for r in relations}, entry, doc["language"],
-                           {f.key: f for f in functions})
-    except (KeyError, TypeError, AttributeError) as e:
-        raise HpgFormatError(f"malformed .hpg file ({type(e).__name__}: {e})") from None
-    for r in relations:
-        if not isinstance(r, ir.Relation):
-            raise HpgFormatError("malformed .hpg file (a relation entry is not a Relation)")
-    for f in functions:
-        if not isinstance(f, ir.Function):
-            raise HpgFormatError("malformed .hpg file (a function entry is not a Function)")
-    return module
+        return _module(doc)
+    except _Bad as e:
+        raise HpgFormatError(f"malformed .hpg file at {e.path}: {e.problem}") from None
+    except RecursionError:
+        raise HpgFormatError("not a readable .hpg file (nested too deeply)") from None
+
+
+def _module(doc: dict) -> Module:
+    expected = {"format", "version", "dialect", "source", "entry", "rules", "annotations"}
+    if set(doc) != expected:
+        raise _Bad("$", f"fields {sorted(doc)}, expected {sorted(expected)}")
+    dialect = _decode(doc["dialect"], Dialect, "$.dialect")
+    source = _decode(doc["source"], str, "$.source")
+    entry = _decode(doc["entry"], Entry | None, "$.entry")
+    if not isinstance(doc["rules"], list):
+        raise _Bad("$.rules", "expected a list")
+    rules: dict[str, Rule] = {}
+    for i, r in enumerate(doc["rules"]):
+        rule = _decode(r, Rule, f"$.rules[{i}]")
+        if rule.dialect != dialect:
+            raise _Bad(f"$.rules[{i}]", f"a {rule.dialect} rule in a {dialect} module")
+        if rule.key in rules:
+            raise _Bad(f"$.rules[{i}].key", f"rule {rule.key!r} is defined twice")
+        rules[rule.key] = rule
+    notes = doc["annotations"]
+    if not isinstance(notes, dict) or any(not isinstance(v, dict) for v in notes.values()):
+        raise _Bad("$.annotations", "expected an object of objects")
+    annotations = {k: {n: _decode_annotation(v, f"$.annotations[{k!r}][{n!r}]") for n, v in kv.items()}
+                   for k, kv in notes.items()}
+    return Module(source, rules, entry, dialect, annotations)
+
+

@@ -153,7 +153,7 @@ class Lowerer:
     def module(self, source: str, statements: list[ir.Expr], span: ir.Span) -> ir.Module:
         body = ir.Sequence(tuple(statements) + (ir.Lit(None),), span)
         self.functions[ENTRY] = ir.Function(ENTRY, "main", (), 0, body, span)
-        return ir.Module(source, {}, ir.Entry(ENTRY, ()), "ml", dict(self.functions))
+        return ir.Module(source, dict(self.functions), ir.Entry(ENTRY, ()), ir.Dialect.ML)
 
     def top_dec(self, d: t.Dec) -> list[ir.Expr]:
         if isinstance(d, t.ValDec):
@@ -427,7 +427,8 @@ class Lowerer:
         which = f"arm%{self.arm_counter}"
         choose = self.tree(e.tree, lambda i: ir.Lit(i, e.span), e.failure, reraise, e.span)
         cases = tuple((i, arm_body(i)) for i in sorted(leaves))
-        return ir.Let(which, choose, ir.Switch(ir.Local(which, e.span), "int", "", cases, None, e.span), e.span)
+        switch = ir.Switch(ir.Local(which, e.span), ir.SwitchTest.INT, "", None, cases, None, e.span)
+        return ir.Let(which, choose, switch, e.span)
 
     def _Case(self, e: t.Case) -> ir.Expr:
         root = e.match.roots[0]
@@ -441,7 +442,7 @@ class Lowerer:
     def path(self, p: t.Path) -> ir.Expr:
         x = self.var(p.root, p.root.span)
         for step in p.steps:
-            x = ir.Part(x, step)
+            x = ir.Part(x, step if isinstance(step, int) else ir.PartStep(step))
         return x
 
     def tree(self, tree: t.Tree, leaf, failure: str, reraise: ir.Expr | None, span: ir.Span) -> ir.Expr:
@@ -464,11 +465,12 @@ class Lowerer:
                 k = key
             cases.append((k, self.tree(sub, leaf, failure, reraise, span)))
         default = None if tree.default is None else self.tree(tree.default, leaf, failure, reraise, span)
+        rep = None
         if tree.kind == "con" and datatype not in ("list", "bool"):
             con = tree.cases[0][0]
             kinds = {c.has_arg for c in con.tycon.constructors}
-            datatype += "|" + ("args" if kinds == {True} else "tags" if kinds == {False} else "mixed")
-        return ir.Switch(subject, tree.kind, datatype, tuple(cases), default, span)
+            rep = ir.ConRep.ARGS if kinds == {True} else ir.ConRep.TAGS if kinds == {False} else ir.ConRep.MIXED
+        return ir.Switch(subject, ir.SwitchTest(tree.kind), datatype, rep, tuple(cases), default, span)
 
 
 def _uncurry(fn: t.Fn) -> tuple[int, list[t.Var], t.Expr]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from frontend.diagnostics import Diagnostic
-from hpgrem.ir import (Atom, Body, Call, Clause, Conj, Float, Int, Span, Struct, Term, Var,
+from hpgrem.ir import (Atom, Body, Call, Clause, Conj, ConjOp, Float, Int, Span, Struct, Term, Var,
                        relation_key)
 from hpgrem.primitives import NOT_YET, TESTS
 
@@ -121,7 +121,7 @@ class ClauseLowering:
                 parts = _output_in_order(parts)
             if not parts:
                 return None
-            return parts[0] if len(parts) == 1 else Conj(t.name, tuple(parts))
+            return parts[0] if len(parts) == 1 else Conj(ConjOp(t.name), tuple(parts))
         if isinstance(t, Struct) and len(t.args) == 2 and t.name in (";", ":", "<-", ":-"):
             what = {";": "';' separates clauses; it", ":": "':' ends a guard; it",
                     "<-": "'<-'", ":-": "':-'"}[t.name]
@@ -143,7 +143,7 @@ def _output_in_order(parts: list[Body]) -> list[Body]:
     outs = [p for p in parts if isinstance(p, Call) and p.target in OUTPUT_GOALS and p.placement is None]
     if len(outs) < 2:
         return parts
-    chain = Conj("&", tuple(outs))
+    chain = Conj(ConjOp.SEQUENTIAL, tuple(outs))
     first = parts.index(outs[0])
     rest = [p for p in parts if not any(p is o for o in outs)]
     rest.insert(first, chain)

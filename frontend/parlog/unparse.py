@@ -4,7 +4,8 @@ for showing users what a compiled `.hpg` holds in their own language."""
 from __future__ import annotations
 
 from hpgrem import ir
-from hpgrem.printer import body_text, call_text, quote_atom, term_text
+from hpgrem.ir import quote_atom
+from hpgrem.printer import text
 
 
 def program_text(module: ir.Module, include_prelude: bool = False) -> str:
@@ -24,11 +25,4 @@ def program_text(module: ir.Module, include_prelude: bool = False) -> str:
 
 
 def clause_text(rel: ir.Relation, c: ir.Clause) -> str:
-    head = quote_atom(rel.name)
-    if c.head:
-        head += "(" + ", ".join(term_text(a) for a in c.head) + ")"
-    if c.guard:
-        return f"{head} <- {', '.join(call_text(g) for g in c.guard)} : {body_text(c.body)}"
-    if c.body is not None:
-        return f"{head} <- {body_text(c.body)}"
-    return head
+    return quote_atom(rel.name) + text(c)

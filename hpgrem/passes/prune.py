@@ -20,7 +20,7 @@ class PruneUnreachable:
         if module.entry is None:
             return module
         if module.functions:
-            module = replace(module, functions=_reachable_functions(module))
+            return replace(module, rules=_reachable_functions(module))
         seen = {module.entry.target}
         todo = [module.entry.target]
         while todo:
@@ -36,7 +36,7 @@ class PruneUnreachable:
                             seen.add(call.target)
                             todo.append(call.target)
         kept = {k: r for k, r in module.relations.items() if k in seen}
-        return replace(module, relations=kept)
+        return replace(module, rules=kept)
 
 
 def _reachable_functions(module: Module) -> dict:

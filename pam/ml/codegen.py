@@ -402,8 +402,8 @@ class FunctionCompiler:
         elif e.test == "con" and e.datatype == "bool":
             tests = {0: f"not {subject}", 1: f"{subject}"}
         elif e.test == "con":
-            rep = e.datatype.rsplit("|", 1)[-1]
-            tag = subject if rep == "tags" else f"{subject}[0]" if rep == "args" else \
+            rep = e.rep
+            tag = subject if rep == ir.ConRep.TAGS else f"{subject}[0]" if rep == ir.ConRep.ARGS else \
                 f"({subject} if {subject}.__class__ is int else {subject}[0])"
             if len(cases) > 1 or e.default is not None:
                 tmp = out.temp()
