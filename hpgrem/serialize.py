@@ -148,6 +148,19 @@ def _json_name(x) -> str:
             type(None): "null"}.get(type(x), type(x).__name__)
 
 
+def node_to_json(node: Node):
+    """One node as the JSON value `.hpg` stores for it."""
+    return _encode(node)
+
+
+def node_from_json(x, hint=Node) -> Node:
+    """The node a JSON value describes, checked against `hint` like any field of a `.hpg` file."""
+    try:
+        return _decode(x, hint, "$")
+    except _Bad as e:
+        raise HpgFormatError(f"malformed node at {e.path}: {e.problem}") from None
+
+
 def loads(text: str) -> Module:
     """A module from `.hpg` text; raises HpgFormatError on anything malformed."""
     try:
