@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from hpgrem.ir.core import IN, NL, NO_SPAN, OUT, Node, Rule, Span, inline, node
+from hpgrem.ir.core import IN, NL, NO_SPAN, OUT, Node, Rule, Span, inline, node, transform
 
 INT_MIN, INT_MAX = -(1 << 62), (1 << 62) - 1
 """The range of ML's `int` (63 bits, as Poly/ML's fixed-precision ints)."""
@@ -360,6 +360,12 @@ Expr = (Lit | Local | Global | MakeClosure | CallKnown | Apply | Prim | Construc
 def ml_children(e: Node) -> list[Node]:
     """The sub-expressions of an ML expression node (switch keys that are expressions too)."""
     return e.children()
+
+
+def substitute_locals(expr: Node, mapping: dict[str, Expr]) -> Node:
+    """`expr` with each use of a local named in `mapping` replaced by its expression. Local
+    names are unique within a function, so nothing can be captured."""
+    return transform(expr, lambda n: mapping.get(n.name, n) if isinstance(n, Local) else n)
 
 
 @node("ml")

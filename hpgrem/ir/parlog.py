@@ -7,10 +7,11 @@ groups by `;`. Clause variables are numbered per clause. Each node says how it p
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 
-from hpgrem.ir.core import IN, NL, NO_SPAN, OUT, Node, Rule, Span, inline, node, walk
+from hpgrem.ir.core import IN, NL, NO_SPAN, OUT, Node, Rule, Span, inline, node, transform, walk
 
 CONS = "[|]"
 NIL = "[]"
@@ -281,6 +282,22 @@ class Relation(Rule):
         return out
 
     block_form = True
+
+
+def substitute_vars(node: Node, mapping: dict[int, Term]) -> Node:
+    """`node` with each clause variable whose number is in `mapping` replaced by its term."""
+    return transform(node, lambda n: mapping.get(n.index, n) if isinstance(n, Var) else n)
+
+
+def renumber(clause: Clause) -> Clause:
+    """The clause with its variables numbered 0, 1, ... in order of first appearance (after a
+    rewrite dropped or added some)."""
+    order: dict[int, int] = {}
+    for n in walk(clause):
+        if isinstance(n, Var) and n.index not in order:
+            order[n.index] = len(order)
+    renamed = transform(clause, lambda n: Var(n.name, order[n.index], n.span) if isinstance(n, Var) else n)
+    return dataclasses.replace(renamed, nvars=len(order))
 
 
 def relation_key(name: str, arity: int) -> str:
