@@ -34,13 +34,17 @@ class Row:
     peer_value: float | None = None
 
 
-def _run_parlog(path: Path, opt: int = 1) -> tuple[float, int, str]:
+def _module(path: Path):
+    """The program's module, compiled as `hpgrem run` compiles it (-O1)."""
+    from hpgrem.pipeline import compile_file
+    return compile_file(str(path)).complete()
+
+
+def _run_parlog(path: Path) -> tuple[float, int, str]:
     """Best wall time of the machine's run, its reductions, and its output."""
-    from frontend.parlog import compile_program
-    from hpgrem.passes import pipeline, run_passes
     from pam.machine import Machine
 
-    module = run_passes(compile_program(path.read_text(), str(path)), pipeline(opt))
+    module = _module(path)
     best, reductions, output = float("inf"), 0, ""
     for _ in range(REPEATS):
         out = io.StringIO()
@@ -81,10 +85,9 @@ def _timed(name: str, file: str, peer_name: str) -> list[Row]:
 def _run_ml(path: Path, pes: int = 1, topology: str | None = None) -> tuple[float, object, str]:
     """Best wall time of the machine's run of an ML program (compilation excluded), its
     statistics, and its output."""
-    from frontend.ml import compile_program
     from pam.machine import Machine
 
-    module = compile_program(path.read_text(), str(path)).module
+    module = _module(path)
     best, stats, output = float("inf"), None, ""
     for _ in range(REPEATS):
         out = io.StringIO()
@@ -153,16 +156,8 @@ def bench_speedup16() -> list[Row]:
 
 def virtual_time(path: Path, pes: int, topology: str | None = None) -> float:
     """The virtual time of a program's run (PARLOG or ML) on `pes` simulated PEs."""
-    from hpgrem.passes import pipeline, run_passes
     from pam.machine import Machine
-    if path.suffix == ".sml":
-        from frontend.ml import compile_program as compile_ml
-        module = compile_ml(path.read_text(), str(path)).module
-    else:
-        from frontend.parlog import compile_program
-        module = compile_program(path.read_text(), str(path))
-    module = run_passes(module, pipeline(1))
-    return Machine(module, stream=io.StringIO(), pes=pes, topology=topology).run().stats.time
+    return Machine(_module(path), stream=io.StringIO(), pes=pes, topology=topology).run().stats.time
 
 
 def bench_mpi2() -> list[Row]:

@@ -1,1 +1,46 @@
-"""Front ends: parsers, checkers and lowering to HPGREM."""
+"""Front ends: parsers, checkers and lowering to HPGREM.
+
+Every front end is a package with one entry, `compile_program(text, file, goal=None) ->
+Compiled`, found by the program file's extension in `FRONT_ENDS` and imported only when a
+program needs it (hpgrem/pipeline.py is the one caller that chooses).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+from frontend.diagnostics import CompileError, Diagnostic
+from hpgrem.ir import Module
+
+
+@dataclass
+class Compiled:
+    """What a front end gives: the module to run, the warnings, and the error that stopped
+    compilation (None when the whole program compiled). An ML program is checked and run chunk
+    by chunk, so after an error in a later chunk the module holds the chunks before it, which
+    run before the error is reported (spec/ml.md, "Running"); a PARLOG error leaves no module."""
+
+    module: Module | None
+    warnings: list[Diagnostic] = field(default_factory=list)
+    error: CompileError | None = None
+
+    def complete(self) -> Module:
+        """The module of the whole program; raises the error when part of it did not compile."""
+        if self.error is not None:
+            raise self.error
+        return self.module
+
+
+@dataclass(frozen=True)
+class FrontEnd:
+    package: str  # the package whose `compile_program` is the entry
+    goals: bool  # whether `--goal` can replace the program's main
+
+    def compile(self, text: str, file: str, goal: str | None = None) -> Compiled:
+        return importlib.import_module(self.package).compile_program(text, file, goal)
+
+
+PARLOG = FrontEnd("frontend.parlog", goals=True)
+ML = FrontEnd("frontend.ml", goals=False)
+FRONT_ENDS: dict[str, FrontEnd] = {".par": PARLOG, ".parlog": PARLOG, ".sml": ML, ".ml": ML}

@@ -15,14 +15,9 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from hpgrem.pipeline import UsageError
+
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_DEADLOCK, EXIT_LIMIT, EXIT_INTERNAL = 0, 1, 2, 3, 4, 70
-
-PARLOG_EXT = (".par", ".parlog")
-ML_EXT = (".sml", ".ml")
-
-
-class UsageError(Exception):
-    """A mistake on the command line or in a file that has no source position."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,6 +31,9 @@ def _parser() -> argparse.ArgumentParser:
             g.add_argument(f"-O{level}", dest="opt", action="store_const", const=level,
                            help=f"optimization level {level}" + (" (default)" if level == 1 else ""))
         q.set_defaults(opt=1)
+        q.add_argument("--passes", type=_names, metavar="P,Q", help="run exactly these optimizing passes, in order")
+        q.add_argument("--disable", type=_names, action="extend", default=[], metavar="P",
+                       help="do not run this pass (repeatable, or a comma list)")
 
     r = sub.add_parser("run", help="run a program")
     r.add_argument("file")
@@ -59,9 +57,10 @@ def _parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="parse and check only")
     k.add_argument("file")
 
-    i = sub.add_parser("ir", help="print the HPGREM graph")
+    i = sub.add_parser("ir", help="print the HPGREM graph", epilog=_passes_help(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     i.add_argument("file")
-    i.add_argument("--after", metavar="PASS", help="print the graph after this pass (default: after all of -O)")
+    i.add_argument("--after", metavar="PASS", help="print the graph right after this pass (default: after all passes and analyses)")
     i.add_argument("--goal")
     add_opt(i)
 
@@ -82,66 +81,44 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-# -- loading programs ----------------------------------------------------------------------------
-def read_source(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory") from None
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    except OSError as e:
-        raise UsageError(f"{path}: {e.strerror}") from None
+def _names(text: str) -> tuple[str, ...]:
+    """A comma list of pass names (empty items ignored: `--passes ""` selects none)."""
+    return tuple(n for n in text.split(",") if n)
 
 
-def load_module(path: str, goal: str | None = None, opt: int = 1, after: str | None = None,
-                pending: list | None = None):
-    """Front end (by extension) and passes -> a verified HPGREM module.
+def _passes_help() -> str:
+    """`hpgrem ir --help`'s list of passes."""
+    from hpgrem.passes import ANALYSIS_TABLE, LEVELS, MACHINE_ANALYSES, PASS_TABLE
+    lines = ["optimizing passes (in the order they run):"]
+    for name in PASS_TABLE:
+        lines.append(f"  {name:<20} " + ", ".join(f"-O{n}" for n, names in LEVELS.items() if name in names))
+    lines.append("analyses (the machine's always run, last):")
+    for name in ANALYSIS_TABLE:
+        lines.append(f"  {name:<20} " + ("always" if name in MACHINE_ANALYSES else "when a pass needs it"))
+    return "\n".join(lines)
+
+
+def load_module(args, pending: list | None = None):
+    """The verified module of `args.file` (spec/cli.md), its warnings printed on stderr.
 
     An ML program runs chunk by chunk: when a later chunk has an error, the module holds the
     chunks before it and, if `pending` is a list, the error is appended to it (to report after
     running them) instead of raised."""
-    from hpgrem.passes import PASS_TABLE, pipeline, run_passes
+    from hpgrem.pipeline import Options, compile_file
+    options = Options(goal=args.goal, opt=args.opt, passes=args.passes, disable=tuple(args.disable),
+                      after=getattr(args, "after", None))
+    compiled = compile_file(args.file, options)
+    _report_warnings(compiled)
+    if compiled.error is not None:
+        if pending is None or compiled.module is None:
+            raise compiled.error
+        pending.append(compiled.error)
+    return compiled.module
 
-    ext = Path(path).suffix.lower()
-    if ext in PARLOG_EXT:
-        from frontend.parlog import compile_program
-        module = compile_program(read_source(path), path, goal)
-    elif ext == ".hpg":
-        from hpgrem.serialize import HpgFormatError, loads
-        from hpgrem.verify import verify
-        try:
-            module = loads(read_source(path))
-        except HpgFormatError as e:
-            raise UsageError(f"{path}: {e}") from None
-        problems = verify(module)
-        if problems:
-            raise UsageError(f"{path}: not a valid HPGREM module: {problems[0]}")
-        if goal is not None:
-            raise UsageError("--goal needs the source program, not a compiled .hpg file")
-    elif ext in ML_EXT:
-        from frontend.ml import compile_program as compile_ml
-        if goal is not None:
-            raise UsageError("--goal is for PARLOG programs; an ML program runs its declarations")
-        text = read_source(path)
-        compiled = compile_ml(text, path)
-        for w in compiled.warnings:
-            print(w.render(text), file=sys.stderr)
-        if compiled.error is not None:
-            if pending is None:
-                raise compiled.error
-            pending.append(compiled.error)
-        module = compiled.module
-    else:
-        raise UsageError(f"{path}: unknown file type '{ext}' (expected .par, .parlog, .sml, .ml or .hpg)")
-    names = list(pipeline(opt))
-    if after is not None:
-        if after not in PASS_TABLE:
-            raise UsageError(f"unknown pass '{after}' (passes: {', '.join(PASS_TABLE)})")
-        names = names[: names.index(after) + 1] if after in names else [after]
-    return run_passes(module, names)
+
+def _report_warnings(compiled) -> None:
+    for w in compiled.warnings:
+        print(w.render(_source_text(w.span.file, None)), file=sys.stderr)
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -164,7 +141,7 @@ def cmd_run(args) -> int:
     except TopologyError as e:
         raise UsageError(str(e)) from None
     pending: list = []
-    module = load_module(args.file, args.goal, args.opt, pending=pending)
+    module = load_module(args, pending)
     if module.entry is None:
         raise UsageError(f"{args.file}: nothing to run: define main (a relation of arity 0) or pass --goal")
     status = _run_machine(args, module, pes, comm)
@@ -258,19 +235,22 @@ def _report_deadlock(d) -> None:
 
 def cmd_compile(args) -> int:
     from hpgrem.serialize import dumps
-    module = load_module(args.file, args.goal, args.opt)
+    module = load_module(args)
     _write_text(args.output, dumps(module))
     return EXIT_OK
 
 
 def cmd_check(args) -> int:
-    load_module(args.file, None, 0)
+    from hpgrem.pipeline import check_file
+    compiled = check_file(args.file)
+    _report_warnings(compiled)
+    compiled.complete()
     return EXIT_OK
 
 
 def cmd_ir(args) -> int:
     from hpgrem.printer import module_text
-    module = load_module(args.file, args.goal, args.opt, args.after)
+    module = load_module(args)
     sys.stdout.write(module_text(module))
     return EXIT_OK
 

@@ -22,16 +22,23 @@ def hpgrem(*args: str, cwd: Path | None = None, timeout: float = 120) -> subproc
                           cwd=cwd or ROOT, timeout=timeout)
 
 
-def run_program(text: str, goal: str | None = None, file: str = "test.par", **machine_options) -> tuple[str, list[str]]:
-    """Compile and run PARLOG source in-process; returns (stdout, --goal bindings)."""
-    from frontend.parlog import compile_program
-    from hpgrem.passes import pipeline, run_passes
+def run_program(text: str, goal: str | None = None, file: str = "test.par", opt: int = 1,
+                **machine_options) -> tuple[str, list[str]]:
+    """Compile (as `hpgrem run` does) and run PARLOG source in-process; returns (stdout, --goal bindings)."""
     from pam.machine import Machine
 
-    module = run_passes(compile_program(text, file, goal), pipeline(1), verify=True)
+    module = compile_source(text, file, goal=goal, opt=opt)
     out = io.StringIO()
     result = Machine(module, stream=out, **machine_options).run()
     return out.getvalue(), result.bindings
+
+
+def compile_source(text: str, file: str, **options):
+    """The verified module of source text (the language by `file`'s extension), compiled by the
+    pipeline of the command line with `options` (hpgrem.pipeline.Options); CompileError if any
+    part of it does not compile."""
+    from hpgrem.pipeline import Options, compile_text
+    return compile_text(text, file, Options(**options)).complete()
 
 
 def expected_output(path: Path) -> str:

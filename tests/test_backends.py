@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import EXAMPLES, ROOT, expected_output, run_program
+from conftest import EXAMPLES, ROOT, compile_source, expected_output, run_program
 
 PROGRAMS = sorted(EXAMPLES.glob("*.par"))
 MPIEXEC = shutil.which("mpiexec")
@@ -56,11 +56,10 @@ def run_ml(path, **options) -> tuple[str, str | None]:
     """Run an ML example in process: its stdout, and the uncaught exception's message if any."""
     import io
 
-    from frontend.ml import compile_program
     from pam.errors import Uncaught
     from pam.machine import Machine
 
-    module = compile_program(path.read_text(), str(path)).module
+    module = compile_source(path.read_text(), str(path))
     out = io.StringIO()
     try:
         Machine(module, stream=out, **options).run()

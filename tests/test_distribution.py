@@ -13,9 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.suite import virtual_time
-from conftest import EXAMPLES, ROOT, expected_output, hpgrem, run_program
-from frontend.parlog import compile_program
-from hpgrem.passes import pipeline, run_passes
+from conftest import EXAMPLES, ROOT, compile_source, expected_output, hpgrem, run_program
 from pam.machine import Machine
 from pam.errors import Deadlock
 from pam.topology import parse_topology
@@ -84,7 +82,7 @@ def test_sixteen_pe_speedup_on_ten_queens_is_at_least_ten():
 
 
 def machine(text: str, **options) -> Machine:
-    return Machine(run_passes(compile_program(text, "t.par"), pipeline(1)), stream=io.StringIO(), **options)
+    return Machine(compile_source(text, "t.par"), stream=io.StringIO(), **options)
 
 
 @given(st.lists(st.tuples(st.integers(0, 15), st.integers(0, 15), st.integers(1, 400),

@@ -8,16 +8,13 @@ import io
 
 import pytest
 
-from conftest import hpgrem
-from frontend.ml import compile_program
+from conftest import compile_source, hpgrem
 from pam.errors import Uncaught
 from pam.machine import Machine
 
 
 def run(text: str, **options) -> tuple[str, str | None, object]:
-    compiled = compile_program(text, "t.sml")
-    assert compiled.error is None, compiled.error
-    module = compiled.module
+    module = compile_source(text, "t.sml")
     out = io.StringIO()
     try:
         result = Machine(module, stream=out, **options).run()

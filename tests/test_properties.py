@@ -8,7 +8,7 @@ import subprocess
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import SWIPL, needs_swipl
+from conftest import SWIPL, compile_source, needs_swipl
 from frontend.parlog import compile_program
 from frontend.parlog.parser import parse_goal
 from hpgrem import ir
@@ -162,9 +162,9 @@ def programs(draw):
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 def test_program_print_then_parse(text):
     """Printing a compiled program as source and compiling that again gives the same module."""
-    m1 = compile_program(text, "a.par")
+    m1 = compile_program(text, "a.par").complete()
     source = program_text(m1)
-    m2 = compile_program(source, "b.par")
+    m2 = compile_program(source, "b.par").complete()
     assert m1.relations == m2.relations, source
 
 
@@ -235,12 +235,10 @@ def test_one_way_matching_never_binds_the_call(data):
     text = canonical(pattern).replace("'$V1'", "V1").replace("'$V2'", "V2")
     terms, pool = with_vars()
     call_arg = data.draw(terms)
-    from frontend.parlog import compile_program as cp
-    from hpgrem.passes import pipeline, run_passes
     from pam.machine import Machine
     from pam.task import Task
     import io
-    module = run_passes(cp(f"mode m(?).\nm({text}).\nmain.\n", "m.par"), pipeline(0))
+    module = compile_source(f"mode m(?).\nm({text}).\nmain.\n", "m.par", opt=0)
     machine = Machine(module, stream=io.StringIO())
     step = machine.procs[0]["m/1"]
     before = [v.val for v in pool]

@@ -17,10 +17,10 @@ main <- gen(1, {n}, Xs), sum(Xs, S), write(S), nl.
 
 PEAK = """
 import io, resource, sys
-from frontend.parlog import compile_program
+from hpgrem.pipeline import Options, compile_text
 from pam.machine import Machine
 out = io.StringIO()
-Machine(compile_program(sys.stdin.read(), "s.par"), stream=out).run()
+Machine(compile_text(sys.stdin.read(), "s.par", Options(opt=0)).complete(), stream=out).run()
 print(out.getvalue().strip(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 

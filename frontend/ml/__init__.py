@@ -15,7 +15,8 @@ an error in chunk k leaves chunks 1..k-1 to run. A runner does:
         chunk = elaborator.chunk(source)     # CompileError: report it, stop (exit status 2)
         report(chunk.warnings); run(chunk.decs)
 
-`elaborate_program` checks the whole program the same way (for `hpgrem check` and tests).
+`elaborate_program` checks the whole program the same way (for tests); `compile_program`, the
+entry every front end has (frontend/__init__.py), also lowers the chunks that check.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from frontend import Compiled
 from frontend.diagnostics import CompileError, Diagnostic
 from frontend.ml.declarations import TopLevel
 from frontend.ml.lexer import SourceChunk, split_chunks
@@ -84,20 +86,6 @@ def elaborate_program(text: str, file: str) -> Program:
     return Program(tuple(chunks), tuple(warnings))
 
 
-__all__ = ["CompileError", "Elaborator", "Program", "SourceChunk", "elaborate_program", "split_chunks"]
-
-
-class CompiledProgram:
-    """What `compile_program` gives: the module of every chunk that checked, the warnings of
-    those chunks, and the `CompileError` of the first chunk that did not (None if all did):
-    the chunks before it run, then the error is reported (spec/ml.md, "Running")."""
-
-    def __init__(self, module, warnings: list[Diagnostic], error: CompileError | None):
-        self.module = module
-        self.warnings = warnings
-        self.error = error
-
-
 _PRELUDE: list = []
 
 
@@ -111,8 +99,12 @@ def _prelude_decs():
     return _PRELUDE[0]
 
 
-def compile_program(text: str, file: str) -> CompiledProgram:
-    """Check, match-compile and lower an ML program, chunk by chunk, into an HPGREM module."""
+def compile_program(text: str, file: str, goal: str | None = None) -> Compiled:
+    """Check, match-compile and lower an ML program, chunk by chunk, into an HPGREM module: the
+    module of every chunk that checked, the warnings of those chunks, and the CompileError of
+    the first chunk that did not (spec/ml.md, "Running"). An ML program has no `goal`: it runs
+    its declarations (the pipeline refuses one)."""
+    assert goal is None, "ML programs take no goal"
     from frontend.ml.lower import Lowerer
     from hpgrem.ir import Span
 
@@ -133,4 +125,8 @@ def compile_program(text: str, file: str) -> CompiledProgram:
             warnings.extend(chunk.warnings)
             statements.extend(lowerer.top_decs(chunk.decs))
         module = lowerer.module(file, statements, Span(file, 1, 1))
-    return CompiledProgram(module, warnings, error)
+    return Compiled(module, warnings, error)
+
+
+__all__ = ["CompileError", "Compiled", "Elaborator", "Program", "SourceChunk", "compile_program",
+           "elaborate_program", "split_chunks"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from frontend import Compiled
 from frontend.diagnostics import CompileError, Diagnostic
 from frontend.parlog.check import PRELUDE_PREFIX, collect_relations, resolve
 from frontend.parlog.lower import lower_clause
@@ -26,8 +27,16 @@ def prelude() -> dict[str, Relation]:
     return rels
 
 
-def compile_program(text: str, file: str, goal: str | None = None) -> Module:
-    """Source text -> checked HPGREM module; raises CompileError with every error found."""
+def compile_program(text: str, file: str, goal: str | None = None) -> Compiled:
+    """Source text -> checked HPGREM module, or the CompileError with every error found (the
+    program is checked whole: an error leaves no module). `goal` replaces `main`."""
+    try:
+        return Compiled(_lower_program(text, file, goal))
+    except CompileError as error:
+        return Compiled(None, error=error)
+
+
+def _lower_program(text: str, file: str, goal: str | None) -> Module:
     diagnostics: list[Diagnostic] = []
     user = collect_relations(parse_program(text, file), "", diagnostics)
     lib = prelude()
@@ -64,4 +73,4 @@ def _goal_outputs(rel: Relation) -> list[str]:
     return [v.name for a in clause.head for v in term_vars(a)]
 
 
-__all__ = ["CompileError", "compile_program", "prelude"]
+__all__ = ["CompileError", "Compiled", "compile_program", "prelude"]

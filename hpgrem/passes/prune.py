@@ -15,6 +15,10 @@ from hpgrem.ir import CallKnown, MakeClosure, Module, calls_in, ml_children
 @dataclass(frozen=True)
 class PruneUnreachable:
     name: str = "prune-unreachable"
+    requires: tuple[str, ...] = ()
+    # Slots of ML globals are numbered over the functions kept; PARLOG estimates stay true (a
+    # relation's recursive group is reachable whenever the relation is).
+    invalidates: tuple[str, ...] = ("ml-kinds",)
 
     def apply(self, module: Module) -> Module:
         if module.entry is None:

@@ -1,0 +1,173 @@
+"""ml-kinds: how the machine may run each ML function (pam/ml/codegen.py compiles by these).
+Annotations, per function:
+
+- `kind` (str): "plain" when its calls are only to primitives and other plain functions and the
+  plain call graph has no cycles (a self tail call is a loop), so running it directly cannot
+  grow Python's stack without bound; "direct" when it is not plain but (transitively) calls only
+  known functions, so it may recurse in Python to a bounded depth; else "generator";
+- `pure` (bool): it cannot print or touch a ref, directly, through known calls, or through
+  calls of unknown functions when any function that escapes as a value is impure (only pure
+  thunks of `ForkJoin.par` may run as separate tasks, so effects keep program order);
+- `loop` (bool): it calls itself in a tail position;
+- `reads` (tuple of int): the global slots it reads;
+- `refs` (tuple of str): the functions it calls or makes closures of;
+
+and about the module (`MODULE_FACTS`): `globals` (tuple of str), the global names by slot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+
+from hpgrem import ir
+from hpgrem.ir import MODULE_FACTS, Dialect, Module
+from hpgrem.passes import annotated
+
+EFFECTS = ("print", "!", ":=")  # primitives that print or touch a ref
+
+
+@dataclass(frozen=True)
+class MLKinds:
+    name: str = "ml-kinds"
+    records: tuple[str, ...] = ("kind", "pure", "loop", "reads", "refs", "globals")
+
+    def apply(self, module: Module) -> Module:
+        if module.dialect != Dialect.ML:
+            return module
+        functions = module.functions
+        entry = module.entry.target if module.entry is not None else ""
+        slots: dict[str, int] = {}
+        calls: dict[str, set[str]] = {}
+        reads: dict[str, set[int]] = {}
+        refs: dict[str, set[str]] = {}
+        unknown: set[str] = set()  # functions that apply unknown functions (closures, par)
+        escaping: set[str] = set()  # functions made into closures
+        effects: set[str] = set()
+        for key, fn in functions.items():
+            calls[key], reads[key], refs[key] = set(), set(), set()
+            for x in _nodes(fn.body):
+                if isinstance(x, ir.CallKnown):
+                    calls[key].add(x.function)
+                    refs[key].add(x.function)
+                elif isinstance(x, ir.MakeClosure):
+                    escaping.add(x.function)
+                    refs[key].add(x.function)
+                elif isinstance(x, (ir.Apply, ir.Par)):
+                    unknown.add(key)
+                elif isinstance(x, ir.Prim) and x.op in EFFECTS:
+                    effects.add(key)
+                elif isinstance(x, (ir.SetGlobal, ir.Global)):
+                    slot = slots.setdefault(x.name, len(slots))
+                    if isinstance(x, ir.Global):
+                        reads[key].add(slot)
+        impure = _impure(functions, calls, unknown, escaping, effects)
+        plain = _plain(functions, calls, unknown, entry)
+        direct = _direct(functions, calls, unknown, entry, plain)
+        notes: dict[str, dict] = {MODULE_FACTS: {"globals": tuple(slots)}}
+        for key, fn in functions.items():
+            kind = "plain" if key in plain else "direct" if key in direct else "generator"
+            notes[key] = {"kind": kind, "pure": key not in impure, "loop": _self_tail_call(fn),
+                          "reads": tuple(sorted(reads[key])), "refs": tuple(sorted(refs[key]))}
+        return annotated(module, notes)
+
+
+def _nodes(expr):
+    """Every node of an expression, iteratively; this order numbers the global slots."""
+    stack = [expr]
+    while stack:
+        x = stack.pop()
+        yield x
+        stack.extend(ir.ml_children(x))
+
+
+def _impure(functions, calls, unknown, escaping, effects) -> set[str]:
+    """A fixpoint over known calls, and over unknown calls while any escaping function is impure."""
+    impure = set(effects)
+    changed = True
+    while changed:
+        changed = False
+        any_escaping_impure = bool(impure & escaping)
+        for key in functions:
+            if key in impure:
+                continue
+            if (key in unknown and any_escaping_impure) or calls[key] & impure:
+                impure.add(key)
+                changed = True
+    return impure
+
+
+def _plain(functions, calls, unknown, entry: str) -> set[str]:
+    """No unknown calls, no non-tail self calls, callees plain, no cycles; never the entry."""
+    plain = {k for k in functions if k not in unknown and k != entry
+             and not _non_tail_self_call(functions[k])}
+    changed = True
+    while changed:
+        changed = False
+        for k in list(plain):
+            if any(c not in plain for c in calls[k] if c != k):
+                plain.discard(k)
+                changed = True
+        for k in _on_cycles(plain, calls):
+            plain.discard(k)
+            changed = True
+    return plain
+
+
+def _direct(functions, calls, unknown, entry: str, plain: set[str]) -> set[str]:
+    """Functions that are not plain but call only known functions (no closures, no par),
+    transitively; never the entry."""
+    direct = {k for k in functions if k not in plain and k not in unknown and k != entry}
+    changed = True
+    while changed:
+        changed = False
+        for k in list(direct):
+            if any(c not in direct and c not in plain for c in calls[k]):
+                direct.discard(k)
+                changed = True
+    return direct
+
+
+def _on_cycles(nodes: set[str], calls: dict[str, set[str]]) -> set[str]:
+    """Nodes on a cycle of length > 1 of the call graph restricted to `nodes`."""
+    g = nx.DiGraph()
+    g.add_nodes_from(nodes)
+    g.add_edges_from((a, b) for a in nodes for b in calls[a] if b in nodes and b != a)
+    out: set[str] = set()
+    for comp in nx.strongly_connected_components(g):
+        if len(comp) > 1:
+            out |= comp
+    return out
+
+
+def _tail_calls(fn: ir.Function):
+    """Yield (call, is_tail) for the known calls of a function body."""
+    stack = [(fn.body, True)]
+    while stack:
+        x, tail = stack.pop()
+        if isinstance(x, ir.CallKnown):
+            yield x, tail
+            stack.extend((a, False) for a in x.args)
+        elif isinstance(x, ir.If):
+            stack += [(x.cond, False), (x.then, tail), (x.else_, tail)]
+        elif isinstance(x, ir.Let):
+            stack += [(x.value, False), (x.body, tail)]
+        elif isinstance(x, ir.Sequence):
+            stack += [(e, False) for e in x.exprs[:-1]] + [(x.exprs[-1], tail)]
+        elif isinstance(x, ir.Switch):
+            stack.append((x.subject, False))
+            stack += [(e, tail) for _, e in x.cases]
+            stack += [(k, False) for k, _ in x.cases if not isinstance(k, (int, str))]
+            if x.default is not None:
+                stack.append((x.default, tail))
+        else:
+            stack.extend((node, False) for node in ir.ml_children(x))
+
+
+def _non_tail_self_call(fn: ir.Function) -> bool:
+    return any(c.function == fn.key and not tail for c, tail in _tail_calls(fn))
+
+
+def _self_tail_call(fn: ir.Function) -> bool:
+    return any(c.function == fn.key and tail for c, tail in _tail_calls(fn))

@@ -1,0 +1,135 @@
+"""The pipeline: a program (a file, or source text) -> a verified HPGREM module. The one way
+the command line, `hpgrem bench` and the tests compile a program.
+
+The front end is chosen by the file's extension (frontend.FRONT_ENDS); a `.hpg` file is read
+and verified instead (it is untrusted input). Then the pass manager runs the optimizing passes
+the options select and the analyses the machine reads (hpgrem/passes), and the verifier checks
+the result. Front ends are imported only when a program needs one: the IR layer of the
+`hpgrem` package must not import them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from frontend import Compiled
+    from hpgrem.ir import Module
+
+
+class UsageError(Exception):
+    """A mistake on the command line or in a file that has no source position."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """What to compile and which passes to run."""
+
+    goal: str | None = None  # a PARLOG conjunction to run instead of main
+    opt: int = 1  # the -O level
+    passes: tuple[str, ...] | None = None  # exactly these optimizing passes, in order, instead of the level's
+    disable: tuple[str, ...] = ()  # optimizing passes not to run
+    after: str | None = None  # stop after this pass (to print the module there)
+
+
+def compile_file(path: str, options: Options = Options()) -> Compiled:
+    """Compile the program in `path` (any extension of spec/cli.md)."""
+    _check_kind(path, options)
+    return _compile(read_source(path), path, options)
+
+
+def compile_text(text: str, file: str, options: Options = Options()) -> Compiled:
+    """Compile source text as if read from `file` (whose extension names the language)."""
+    _check_kind(file, options)
+    return _compile(text, file, options)
+
+
+def check_file(path: str) -> Compiled:
+    """The front end alone (`hpgrem check`): the program's diagnostics, no passes."""
+    _check_kind(path, Options())
+    return _load(read_source(path), path, None)
+
+
+def read_source(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a directory") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise UsageError(f"{path}: {e.strerror}") from None
+
+
+def selected_passes(options: Options) -> list[str]:
+    """The optimizing passes to run, in order (up to `after`); UsageError for an unknown name."""
+    from hpgrem.passes import PASS_TABLE, level
+
+    named = [*(options.passes or ()), *options.disable] + ([options.after] if options.after else [])
+    for name in named:
+        if name not in PASS_TABLE:
+            raise UsageError(f"unknown pass '{name}' (passes: {', '.join(PASS_TABLE)})")
+    names = [n for n in (options.passes if options.passes is not None else level(options.opt))
+             if n not in options.disable]
+    if options.after is not None:
+        names = names[: names.index(options.after) + 1] if options.after in names else [options.after]
+    return names
+
+
+def _check_kind(file: str, options: Options) -> None:
+    """Refuse, before reading anything, a file of no known kind and options that do not apply."""
+    from frontend import FRONT_ENDS
+
+    ext = Path(file).suffix.lower()
+    if ext == ".hpg":
+        if options.goal is not None:
+            raise UsageError("--goal needs the source program, not a compiled .hpg file")
+    elif ext not in FRONT_ENDS:
+        raise UsageError(f"{file}: unknown file type '{ext}' (expected {', '.join(FRONT_ENDS)} or .hpg)")
+    elif options.goal is not None and not FRONT_ENDS[ext].goals:
+        raise UsageError("--goal is for PARLOG programs; an ML program runs its declarations")
+    selected_passes(options)
+
+
+def _compile(text: str, file: str, options: Options) -> Compiled:
+    compiled = _load(text, file, options.goal)
+    if compiled.module is not None:
+        compiled.module = _optimize(compiled.module, options)
+    return compiled
+
+
+def _load(text: str, file: str, goal: str | None) -> Compiled:
+    """The front end's result, or the module of a `.hpg` file (read and verified)."""
+    from frontend import FRONT_ENDS, Compiled
+
+    ext = Path(file).suffix.lower()
+    if ext != ".hpg":
+        return FRONT_ENDS[ext].compile(text, file, goal)
+    from hpgrem.serialize import HpgFormatError, loads
+    from hpgrem.verify import verify
+    try:
+        module = loads(text)
+    except HpgFormatError as e:
+        raise UsageError(f"{file}: {e}") from None
+    problems = verify(module)
+    if problems:
+        raise UsageError(f"{file}: not a valid HPGREM module: {problems[0]}")
+    return Compiled(module)
+
+
+def _optimize(module: Module, options: Options) -> Module:
+    """The selected passes, then (unless stopping after a pass) the machine's analyses; a
+    module that fails to verify then is a bug in a pass."""
+    from hpgrem.passes import run_passes
+    from hpgrem.verify import verify
+
+    names = selected_passes(options)
+    module = run_passes(module, names, analyses=options.after is None)
+    problems = verify(module)
+    if problems:
+        raise AssertionError(f"the module does not verify after passes {names}: " + "; ".join(problems))
+    return module
