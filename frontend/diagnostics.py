@@ -1,11 +1,34 @@
 """One diagnostic type for every front end, rendered as `FILE:LINE:COL: error: MESSAGE`,
-then the source line and a caret under the column (spec/cli.md)."""
+then the source line and a caret under the column (spec/cli.md).
+
+Lines end at `\\n` (a `\\r` before it is part of the line break), in the lexers and here alike,
+so `\\f`, `\\v`, U+2028 and the like are characters of a line, not line breaks.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from hpgrem.ir import Span
+
+# Parse trees deeper than this are refused: every later stage (the checks, the lowering, the
+# passes, the code generators) may recurse on nesting, and they all handle about twice this
+# (measured) within the recursion limit the front ends and the command line set. A flat list
+# or a long conjunction is not nesting.
+MAX_NESTING = 1200
+
+
+def visible(text: str) -> str:
+    """`text` with every character a terminal would not show as itself (controls, format and
+    separator characters) written as its Python escape, e.g. `\\x07`, `\\u2028`."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def excerpt(text: str) -> str:
+    """`text` as a message quotes it: a long one (a literal of thousands of digits) cut short."""
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,14 +40,16 @@ class Diagnostic:
     severity: str = "error"
 
     def render(self, source: str | None) -> str:
-        head = f"{self.span}: {self.severity}: {self.message}"
+        head = visible(f"{self.span}: {self.severity}: {self.message}")
         if source is None or self.span.line < 1:
             return head
-        lines = source.splitlines()
+        lines = source.split("\n")
         if self.span.line > len(lines):
             return head
-        text = lines[self.span.line - 1].replace("\t", " ")
-        return f"{head}\n{text}\n{' ' * (self.span.col - 1)}^"
+        line = lines[self.span.line - 1].removesuffix("\r").replace("\t", " ")  # a tab is one column
+        col = max(self.span.col, 1)
+        before = visible(line[:col - 1])
+        return f"{head}\n{before}{visible(line[col - 1:])}\n{' ' * len(before)}^"
 
 
 class CompileError(Exception):
@@ -33,3 +58,18 @@ class CompileError(Exception):
     def __init__(self, diagnostics: list[Diagnostic]):
         super().__init__("; ".join(d.message for d in diagnostics))
         self.diagnostics = diagnostics
+
+
+def check_nesting(tree, file: str, flat: frozenset[str] = frozenset()) -> None:
+    """Raise CompileError at the first construct of a Lark parse tree nested more than
+    MAX_NESTING deep (iteratively: the tree may be far deeper than Python's stack). Nodes of
+    the rules in `flat` (an argument list, a link of a conjunction chain) add no level."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            span = Span(file, node.meta.line, node.meta.column)
+            raise CompileError([Diagnostic(span, f"nested too deeply (more than {MAX_NESTING} levels)")])
+        for child in reversed(node.children):
+            if not isinstance(child, str):  # a subtree, not a token
+                stack.append((child, depth if child.data in flat else depth + 1))
