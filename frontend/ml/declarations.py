@@ -23,7 +23,7 @@ from frontend.ml import typed as t
 from frontend.ml.elaborate import ExpChecker
 from frontend.ml.env import ConBinding, ExnBinding, Scope, TypeFun, VarBinding, elaborate_ty
 from frontend.ml.types import (REF, Constructor, Scheme, TCon, TGen, TRecord, TRigid, TVar, TyCon, Type,
-                               arrow, free_vars, generalize, lower_levels, mono, prune, resolve, unify)
+                               arrow, free_vars, generalize, lower_levels, mono, prune, resolve)
 
 _NONREBINDABLE = {"true", "false", "nil", "::", "ref"}
 
@@ -144,22 +144,24 @@ class Checker(ExpChecker):
     def fun_dec(self, d: s.DFun, scope: Scope, rigids: dict[int, TRigid]) -> list[t.Dec]:
         self.level += 1
         inner = scope.child()
-        entries = []
+        entries, shapes = [], []
+        # Every function's curried shape is its type before any clause is checked, so that a
+        # misuse of any function of the group, in any clause, is reported where it is used.
         for b in d.binds:
-            var, ty = self.new_var(b.name, b.span), self.fresh()
-            self.declare_once(inner, b.name, var, ty)
-            entries.append((b.name, var, ty, b))
-        fns = []
-        for name, var, ty, b in entries:
             arity = len(b.clauses[0].args)
             for clause in b.clauses[1:]:
                 if len(clause.args) != arity:
-                    self.error(clause.span, f"clauses of {name} have different numbers of arguments")
+                    self.error(clause.span, f"clauses of {b.name} have different numbers of arguments")
             args, result = [self.fresh() for _ in range(arity)], self.fresh()
             curried = result
             for arg in reversed(args):
                 curried = arrow(arg, curried)
-            unify(ty, curried)  # before the clauses: a misuse of f in them is reported there
+            var = self.new_var(b.name, b.span)
+            self.declare_once(inner, b.name, var, curried)
+            entries.append((b.name, var, curried, b))
+            shapes.append((args, result, arity))
+        fns = []
+        for (_, var, _, b), (args, result, arity) in zip(entries, shapes):
             rules = [self.rule(c.args, tuple(args), c.body, result, inner, c.span, c.result)
                      for c in b.clauses if len(c.args) == arity]
             fns.append((var, self.function(args, result, rules, b.span)))
@@ -381,9 +383,16 @@ def resolve_types(node):
     """A copy of an elaborated node with every type resolved (no linked variables left)."""
     if isinstance(node, (TCon, TRecord, TVar)):
         return resolve(node)
+    # Loops, not comprehensions: one Python frame per level of the tree, which is as deep as
+    # the program's nesting.
     if isinstance(node, tuple):
-        return tuple(resolve_types(x) for x in node)
+        items = []
+        for x in node:
+            items.append(resolve_types(x))
+        return tuple(items)
     if isinstance(node, _NODES):
-        return dataclasses.replace(node, **{f.name: resolve_types(getattr(node, f.name))
-                                            for f in dataclasses.fields(node)})
+        fields = {}
+        for f in dataclasses.fields(node):
+            fields[f.name] = resolve_types(getattr(node, f.name))
+        return dataclasses.replace(node, **fields)
     return node

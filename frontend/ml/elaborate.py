@@ -28,6 +28,7 @@ from frontend.ml.types import (ARROW, CHAR_T, EXN_T, INT_T, REAL_T, REF, STRING_
 from hpgrem.ir import Span
 
 _CONST_TYPES = {"int": INT_T, "real": REAL_T, "string": STRING_T, "char": CHAR_T}
+_LIST_CHUNK = 100
 
 
 class ExpChecker:
@@ -93,8 +94,6 @@ class ExpChecker:
         return getattr(self, "_" + type(e).__name__)(e, scope)
 
     def _EConst(self, e: s.EConst, scope: Scope) -> t.Expr:
-        if e.kind == "int" and not -(1 << 62) <= e.value < (1 << 62):
-            self.error(e.span, f"integer constant {e.value} is out of range for int (63 bits, as in Poly/ML)")
         return t.Const(e.value, _CONST_TYPES[e.kind], e.span)
 
     def _EVar(self, e: s.EVar, scope: Scope) -> t.Expr:
@@ -198,17 +197,7 @@ class ExpChecker:
         elem = items[0].type if items else self.fresh()
         for item, syntax in zip(items[1:], e.items[1:]):
             self.expect(elem, item.type, syntax.span)
-        return self.list_value(items, elem, e.span)
-
-    @staticmethod
-    def list_value(items: list[t.Expr], elem: Type, span: Span) -> t.Expr:
-        nil, cons = basis.CONSTRUCTORS["nil"], basis.CONSTRUCTORS["::"]
-        list_t = TCon(basis.LIST, (elem,))
-        result: t.Expr = t.ConApp(nil, None, list_t, span)
-        for item in reversed(items):
-            pair = t.Record((("1", item), ("2", result)), tuple_type([elem, list_t]), item.span)
-            result = t.ConApp(cons, pair, list_t, item.span)
-        return result
+        return _list_value(items, elem, e.span)
 
     def _ESeq(self, e: s.ESeq, scope: Scope) -> t.Expr:
         items = tuple(self.exp(i, scope) for i in e.items)
@@ -403,6 +392,24 @@ class ExpChecker:
 
     def decs(self, decs: tuple[s.Dec, ...], scope: Scope) -> list[t.Dec]:
         raise NotImplementedError  # declarations.Checker
+
+
+def _list_value(items: list[t.Expr], elem: Type, span: Span) -> t.Expr:
+    """`[items]` as `::` cells; a long list is `List.concat` of lists of at most _LIST_CHUNK
+    items (and so on up), so that it nests no deeper than a few hundred cells: a flat list
+    of any length is not deep nesting for the stages after this one."""
+    nil, cons = basis.CONSTRUCTORS["nil"], basis.CONSTRUCTORS["::"]
+    list_t = TCon(basis.LIST, (elem,))
+    if len(items) > _LIST_CHUNK:
+        chunks = [_list_value(items[i:i + _LIST_CHUNK], elem, items[i].span)
+                  for i in range(0, len(items), _LIST_CHUNK)]
+        concat = t.BasisRef("List.concat", arrow(TCon(basis.LIST, (list_t,)), list_t), span)
+        return t.App(concat, _list_value(chunks, list_t, span), list_t, span)
+    result: t.Expr = t.ConApp(nil, None, list_t, span)
+    for item in reversed(items):
+        pair = t.Record((("1", item), ("2", result)), tuple_type([elem, list_t]), item.span)
+        result = t.ConApp(cons, pair, list_t, item.span)
+    return result
 
 
 def mismatch_message(err: Mismatch, expected: Type, found: Type) -> str:

@@ -52,10 +52,15 @@ UNSUPPORTED_WORDS = {
 
 _SYMBOLIC = set("!%&$#+-/:<=>?@\\~`^|*")
 _ALNUM = re.compile(r"[A-Za-z][A-Za-z0-9_']*(?:\.[A-Za-z][A-Za-z0-9_']*)*")
-_NUMBER = re.compile(r"~?(?:0x[0-9A-Fa-f]+|\d+(?:\.\d+)?(?:[eE]~?\d+)?)")
+_NUMBER = re.compile(r"~?(?:0x[0-9A-Fa-f]+|[0-9]+(?:\.[0-9]+)?(?:[eE]~?[0-9]+)?)")
 _TYVAR = re.compile(r"'+[A-Za-z0-9_']*")
+_CODE_ESCAPE = re.compile(r"([0-9]{3})|u([0-9A-Fa-f]{4})")
 _ESCAPES = {"a": "\a", "b": "\b", "t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r",
             "\\": "\\", '"': '"'}
+# SML source is ASCII: these are its formatting characters, and a string holds printable
+# ASCII (other characters are written as escapes), as in Poly/ML.
+_SPACE = frozenset(" \t\n\r\f\v")
+_DIGITS = frozenset("0123456789")
 _OPENERS = {"LET", "LOCAL", "LPAR", "LSQB", "LBRACE"}
 _CLOSERS = {"END", "RPAR", "RSQB", "RBRACE"}
 
@@ -70,6 +75,14 @@ class _Scanner:
     def error(self, message: str, line: int | None = None, col: int | None = None) -> CompileError:
         span = Span(self.file, line or self.line, col or self.col)
         return CompileError([Diagnostic(span, message)])
+
+    def error_at(self, i: int, message: str) -> CompileError:
+        """An error at text position `i`, at or after the current one (a string gap may have
+        crossed lines since)."""
+        newline = self.text.rfind("\n", self.pos, i)
+        if newline < 0:
+            return self.error(message, self.line, self.col + i - self.pos)
+        return self.error(message, self.line + self.text.count("\n", self.pos, i), i - newline)
 
     def advance(self, n: int) -> None:
         for ch in self.text[self.pos:self.pos + n]:
@@ -87,7 +100,7 @@ class _Scanner:
     def skip_space_and_comments(self) -> None:
         text = self.text
         while self.pos < len(text):
-            if text[self.pos].isspace():
+            if text[self.pos] in _SPACE:
                 self.advance(1)
             elif text.startswith("(*", self.pos):
                 line, col, depth = self.line, self.col, 0
@@ -117,6 +130,10 @@ class _Scanner:
             if ch == '"':
                 return "".join(out), i + 1 - start
             if ch != "\\":
+                if not " " <= ch <= "~":
+                    raise self.error_at(i, f"unprintable character '{ch}' in a string (a string holds "
+                                           "printable ASCII: write other characters as escapes, "
+                                           "\\t or \\ddd for each byte)")
                 out.append(ch)
                 i += 1
                 continue
@@ -127,24 +144,21 @@ class _Scanner:
             elif esc == "^" and i + 2 < len(text) and 64 <= ord(text[i + 2]) <= 95:
                 out.append(chr(ord(text[i + 2]) - 64))
                 i += 3
-            elif esc.isdigit() and text[i + 1:i + 4].isdigit() and len(text[i + 1:i + 4]) == 3:
-                code = int(text[i + 1:i + 4])
-                if code > 255:
-                    raise self.error(f"character code \\{code} is out of range", self.line, self.col + i - self.pos)
+            elif m := _CODE_ESCAPE.match(text, i + 1):
+                code = int(m[1]) if m[1] else int(m[2], 16)
+                if code > 255:  # a char is one byte, as in Poly/ML
+                    raise self.error_at(i, f"character code \\{m[0]} is out of range (at most \\255)")
                 out.append(chr(code))
-                i += 4
-            elif esc == "u" and re.fullmatch(r"[0-9A-Fa-f]{4}", text[i + 2:i + 6]):
-                out.append(chr(int(text[i + 2:i + 6], 16)))
-                i += 6
-            elif esc and esc.isspace():
+                i = m.end()
+            elif esc in _SPACE:
                 j = i + 1
-                while j < len(text) and text[j].isspace():
+                while j < len(text) and text[j] in _SPACE:
                     j += 1
                 if text[j:j + 1] != "\\":
-                    raise self.error("unterminated string gap (\\ ... \\)")
+                    raise self.error_at(j, "unterminated string gap (\\ ... \\)")
                 i = j + 1
             else:
-                raise self.error(f"illegal escape sequence '\\{esc}' in string", self.line, self.col + i - self.pos)
+                raise self.error_at(i, f"illegal escape sequence '\\{esc}' in string")
 
     def next(self) -> Token | None:
         self.skip_space_and_comments()
@@ -164,12 +178,12 @@ class _Scanner:
             return self.token("STRING", value, length)
         if text.startswith("...", pos):
             return self.token("UNSUPPORTED", UNSUPPORTED_WORDS["..."], 3)
-        if ch.isdigit() or (ch == "~" and text[pos + 1:pos + 2].isdigit()):
+        if ch in _DIGITS or (ch == "~" and text[pos + 1:pos + 2] in _DIGITS):
             return self.number()
         if ch == "'":
             m = _TYVAR.match(text, pos)
             return self.token("TYVAR", m.group(), m.end() - pos)
-        if ch.isalpha():
+        if ch.isascii() and ch.isalpha():
             return self.word()
         if ch in _SYMBOLIC:
             end = pos
@@ -181,6 +195,8 @@ class _Scanner:
             return self.token(SYMBOLS.get(sym, "SYMID"), sym, end - pos)
         if ch in PUNCTUATION:
             return self.token(PUNCTUATION[ch], ch, 1)
+        if not ch.isascii():
+            raise self.error(f"illegal character '{ch}' (ML source is ASCII, except in comments)")
         raise self.error(f"illegal character '{ch}'")
 
     def number(self) -> Token:
@@ -193,8 +209,6 @@ class _Scanner:
         if following.isalpha() or following == "_":
             raise self.error(f"malformed number '{lexeme}{following}'")
         value = lexeme.replace("~", "-")
-        if "x" in lexeme:
-            return self.token("INT", str(int(value, 16)), len(lexeme))
         is_real = "." in lexeme or "e" in lexeme.lower()
         return self.token("REAL" if is_real else "INT", value, len(lexeme))
 

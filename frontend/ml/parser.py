@@ -10,11 +10,12 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, v_args
 from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import Lexer
+from lark.visitors import Transformer_NonRecursive
 
-from frontend.diagnostics import CompileError, Diagnostic
+from frontend.diagnostics import CompileError, Diagnostic, check_nesting, excerpt
 from frontend.ml import syntax as s
 from frontend.ml.lexer import SourceChunk, split_chunks, tokenize
 from hpgrem.ir import Span
@@ -49,7 +50,7 @@ def _is(x, kind: str) -> bool:
     return isinstance(x, Token) and x.type == kind
 
 
-class _Build(Transformer):
+class _Build(Transformer_NonRecursive):
     """Lark tree -> syntax nodes."""
 
     def __init__(self, file: str):
@@ -209,8 +210,20 @@ class _Build(Transformer):
     def app(self, c):
         return s.EApp(c[0], c[1], c[0].span)
 
+    def _int(self, tok: Token) -> int:
+        """The value of an INT token (decimal or `0x`, `-` for `~`), within 63 bits as in Poly/ML."""
+        text = str(tok)
+        digits = text.lstrip("-").removeprefix("0x").lstrip("0")
+        # 20 digits or more are out of range whatever they are: not converting them also keeps
+        # a huge literal clear of Python's limit on int/str conversion.
+        value = int(text, 16 if "x" in text else 10) if len(digits) < 20 else None
+        if value is None or not -(1 << 62) <= value < (1 << 62):
+            raise _SyntaxError(self._span(tok), f"integer constant {excerpt(text.replace('-', '~'))} is out "
+                                                "of range for int (63 bits, as in Poly/ML)")
+        return value
+
     def const_int(self, c):
-        return s.EConst(int(c[0]), "int", self._span(c[0]))
+        return s.EConst(self._int(c[0]), "int", self._span(c[0]))
 
     def const_real(self, c):
         return s.EConst(float(c[0]), "real", self._span(c[0]))
@@ -302,7 +315,7 @@ class _Build(Transformer):
         return s.PVar(name, span)
 
     def pat_int(self, c):
-        return s.PConst(int(c[0]), "int", self._span(c[0]))
+        return s.PConst(self._int(c[0]), "int", self._span(c[0]))
 
     def pat_real(self, c):
         return s.PConst(float(c[0]), "real", self._span(c[0]))
@@ -364,8 +377,9 @@ class _Build(Transformer):
 
     def label(self, c):
         tok = c[0]
-        if tok.type == "INT" and (int(tok) < 1 or str(tok).startswith("0")):
-            raise _SyntaxError(self._span(tok), f"a numeric label must be a positive integer, not {tok}")
+        if tok.type == "INT" and not (tok.isdigit() and tok[0] != "0"):
+            raise _SyntaxError(self._span(tok), f"a numeric label must be a positive integer, "
+                                                f"not {tok.replace('-', '~')}")
         return str(tok)
 
     # ---- types
@@ -451,6 +465,7 @@ def parse_chunk(chunk: SourceChunk, file: str) -> s.Chunk:
         raise CompileError([_syntax_error(err, chunk, file)]) from None
     if chunk.error is not None:
         raise CompileError([chunk.error])
+    check_nesting(tree, file)
     try:
         return _Build(file).transform(tree)
     except VisitError as err:

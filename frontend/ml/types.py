@@ -124,8 +124,9 @@ def tuple_type(items: list[Type] | tuple[Type, ...]) -> Type:
 
 
 def label_key(label: str) -> tuple[int, int, str]:
-    """SML orders numeric labels numerically, before alphanumeric ones."""
-    return (0, int(label), "") if label.isdigit() else (1, 0, label)
+    """SML orders numeric labels numerically, before alphanumeric ones (a numeric label has no
+    leading zero, so the shorter is the smaller; no int(): a label may be thousands of digits)."""
+    return (0, len(label), label) if label.isdigit() else (1, 0, label)
 
 
 def record_type(fields: dict[str, Type]) -> TRecord:
