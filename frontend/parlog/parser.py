@@ -6,15 +6,18 @@ the grammar); `syntax.py` takes the clause structure apart.
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Lark, Token, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark.visitors import Transformer_NonRecursive
 
-from frontend.diagnostics import CompileError, Diagnostic
+from frontend.diagnostics import CompileError, Diagnostic, check_nesting, excerpt
 from hpgrem.ir import NO_SPAN, Atom, Float, Int, Span, Struct, Term, Var, make_list
 
 
@@ -53,38 +56,32 @@ def _lark() -> Lark:
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
-            "0": "\0", "\\": "\\", "'": "'", '"': '"', "`": "`", "e": "\x1b", "s": " "}
+            "\\": "\\", "'": "'", '"': '"', "`": "`", "e": "\x1b", "s": " "}
+# the grammar's ESCAPE: `\xHH..\`, `\OOO\` (the closing `\` optional, as in SWI-Prolog) or `\c`
+_ESCAPE = r"\\(?:x([0-9a-fA-F]+)\\?|([0-7]+)\\?|(.))"
 
 
 def unescape(body: str, quote: str) -> str:
-    """The text of a quoted atom or string body (without its quotes)."""
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c == quote and body[i + 1:i + 2] == quote:
-            out.append(quote)
-            i += 2
-        elif c == "\\" and i + 1 < len(body):
-            e = body[i + 1]
-            if e == "x":
-                end = body.find("\\", i + 2)
-                out.append(chr(int(body[i + 2:end], 16)))
-                i = end + 1
-            elif e.isdigit() and e in "01234567" and "\\" in body[i + 2:]:
-                end = body.find("\\", i + 1)
-                out.append(chr(int(body[i + 1:end], 8)))
-                i = end + 1
-            else:
-                out.append(_ESCAPES.get(e, e))
-                i += 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    """The text of a quoted atom or string body (without its quotes); ValueError says what is
+    wrong with an escape."""
+    def one(m: re.Match) -> str:
+        if m[0] == quote * 2:
+            return quote
+        hex_digits, octal, ch = m.groups()
+        if ch is None:
+            code = int(hex_digits, 16) if hex_digits else int(octal, 8)
+            if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+                raise ValueError(f"character code {excerpt(m[0])} is out of range")
+            return chr(code)
+        if ch not in _ESCAPES:
+            raise ValueError(f"unknown escape '\\{ch}'")
+        return _ESCAPES[ch]
+
+    return re.sub(re.escape(quote * 2) + "|" + _ESCAPE, one, body, flags=re.DOTALL)
 
 
 def parse_int(text: str) -> int:
+    """ValueError for more decimal digits than Python converts (`sys.get_int_max_str_digits`)."""
     sign = -1 if text.startswith("-") else 1
     digits = text.lstrip("-")
     if digits[:2] in ("0x", "0o", "0b"):
@@ -92,14 +89,7 @@ def parse_int(text: str) -> int:
     return sign * int(digits, 10)
 
 
-def char_code(text: str) -> int:
-    body = text[2:]
-    if body == "''":
-        return ord("'")
-    return ord(unescape(body, "'")) if body.startswith("\\") else ord(body)
-
-
-class _Build(Transformer):
+class _Build(Transformer_NonRecursive):
     """Lark tree -> items and terms."""
 
     def __init__(self, file: str):
@@ -136,15 +126,39 @@ class _Build(Transformer):
     def start(self, children):
         return children
 
+    def _error(self, tok: Token, message: str) -> CompileError:
+        return CompileError([Diagnostic(self._span(tok), message)])
+
+    def _unescape(self, tok: Token, body: str, quote: str) -> str:
+        try:
+            return unescape(body, quote)
+        except ValueError as err:
+            raise self._error(tok, f"syntax error: {err}") from None
+
     # terms
     def int_(self, c):
-        return Int(parse_int(str(c[0])), self._span(c[0]))
+        tok = c[0]
+        try:
+            value = parse_int(str(tok))
+            str(value)  # `write/1` and the code generator write it in decimal: it must convert
+        except ValueError:
+            raise self._error(tok, f"integer {excerpt(tok)} has more than {sys.get_int_max_str_digits()} "
+                                   "decimal digits, the most a literal may have") from None
+        return Int(value, self._span(tok))
 
     def float_(self, c):
-        return Float(float(str(c[0])), self._span(c[0]))
+        tok = c[0]
+        value = float(str(tok))
+        if math.isinf(value):  # SWI-Prolog refuses it too
+            raise self._error(tok, f"float {excerpt(tok)} is out of range (at most about 1.8e308)")
+        return Float(value, self._span(tok))
 
     def char_code(self, c):
-        return Int(char_code(str(c[0])), self._span(c[0]))
+        tok = c[0]
+        body = str(tok)[2:]
+        if body.startswith("\\"):
+            body = self._unescape(tok, body, "'")
+        return Int(ord(body[0]), self._span(tok))
 
     def variable(self, c):
         return Var(str(c[0]), -1, self._span(c[0]))
@@ -152,7 +166,7 @@ class _Build(Transformer):
     def atom(self, c):
         tok = c[0]
         text = str(tok)
-        name = unescape(text[1:-1], "'") if tok.type == "QATOM" else text
+        name = self._unescape(tok, text[1:-1], "'") if tok.type == "QATOM" else text
         return Atom(sys.intern(name), self._span(tok))
 
     def compound(self, c):
@@ -179,7 +193,7 @@ class _Build(Transformer):
     def string(self, c):
         tok = c[0]
         span = self._span(tok)
-        codes = [Int(ord(ch), span) for ch in unescape(str(tok)[1:-1], '"')]
+        codes = [Int(ord(ch), span) for ch in self._unescape(tok, str(tok)[1:-1], '"')]
         return make_list(codes, None, span)
 
     def paren(self, c):
@@ -250,13 +264,18 @@ def _pretty(terminal: str) -> str:
     return terminal.lower()
 
 
+def _end_span(text: str, file: str) -> Span:
+    """Just after the last character that is not layout (lines end at `\\n`, as Lark counts)."""
+    end = len(text.rstrip())
+    return Span(file, text.count("\n", 0, end) + 1, end - text.rfind("\n", 0, end))
+
+
 def _syntax_error(err: UnexpectedInput, file: str, text: str) -> Diagnostic:
     line, col = getattr(err, "line", 0), getattr(err, "column", 0)
     if isinstance(err, UnexpectedToken):
         tok = err.token
         if tok.type == "$END":
-            lines = text.splitlines() or [""]
-            return Diagnostic(Span(file, len(lines), len(lines[-1]) + 1),
+            return Diagnostic(_end_span(text, file),
                               "syntax error: unexpected end of file (missing '.' after the last clause?)")
         return Diagnostic(Span(file, line, col),
                           f"syntax error: unexpected '{tok}'{_describe_expected(err.expected)}")
@@ -267,9 +286,13 @@ def _syntax_error(err: UnexpectedInput, file: str, text: str) -> Diagnostic:
             hint = " (a clause ends with '.' followed by a space or newline)"
         return Diagnostic(Span(file, line, col), f"syntax error: unexpected character '{ch}'{hint}")
     if isinstance(err, UnexpectedEOF):
-        lines = text.splitlines() or [""]
-        return Diagnostic(Span(file, len(lines), len(lines[-1]) + 1), "syntax error: unexpected end of file")
+        return Diagnostic(_end_span(text, file), "syntax error: unexpected end of file")
     return Diagnostic(Span(file, line, col), "syntax error")
+
+
+# An argument list is part of its term, and a conjunction or clause group is a chain in the
+# parse tree however long: none of them is a level of nesting.
+_FLAT = frozenset({"args", "comma_op", "amp_op", "semicolon"})
 
 
 def _parse(text: str, file: str, start: str):
@@ -277,7 +300,13 @@ def _parse(text: str, file: str, start: str):
         tree = _lark().parse(text, start=start)
     except UnexpectedInput as err:
         raise CompileError([_syntax_error(err, file, text)]) from None
-    return _Build(file).transform(tree)
+    check_nesting(tree, file, _FLAT)
+    try:
+        return _Build(file).transform(tree)
+    except VisitError as err:
+        if isinstance(err.orig_exc, CompileError):
+            raise err.orig_exc from None
+        raise
 
 
 def parse_program(text: str, file: str) -> list[Item]:
