@@ -7,6 +7,9 @@ leaves its PE is exported under a number of its owner; elsewhere it is a *proxy*
 proxy (a task suspends on it) sends FETCH once; the owner answers VALUE when the variable is
 bound. Binding a proxy sends BIND to the owner, which binds its variable and so wakes every
 reader, local or remote. Weighted reference counting (Bevan 1987) lets owners drop exports.
+
+Distribution names no dialect: a runtime registers with each PE's Net the task kinds that may
+travel (`add_kind`, pam.task.TaskKind) and the codecs of its values (`add_codec`, pam.pack.Codec).
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from __future__ import annotations
 import random
 
 from pam.errors import ProgramFailure
-from pam.pack import GlobalRef, pack, size_bytes, unpack
-from pam.task import MOVED, STARTED, UNSTARTED, AndGroup, MLTask, Task
+from pam.pack import Codec, GlobalRef, pack, size_bytes, unpack
+from pam.task import AndGroup, Task, TaskKind
 from pam.termination import Safra
 from pam.terms import Cons, Struct, Var, deref
 from pam.transport import Message
@@ -63,8 +66,11 @@ class Net:
         self.pe = pe
         self.transport = transport
         self.topology = topology
-        self.procs = procs
-        self.ml = None  # this PE's ML code (pam.ml.loader.MLPlace), when the module has any
+        self.procs = procs  # the PE's steps by key
+        self.kinds: dict[type, TaskKind] = {}  # by task class: how tasks leave
+        self.kind_names: dict[str, TaskKind] = {}  # by name: how they arrive
+        self.codecs: dict[type, Codec] = {}  # by value class: how values are packed
+        self.codec_names: dict[str, Codec] = {}  # by name: how they are unpacked
         self.rng = random.Random(seed * 7919 + pe.number)
         self.now = now
         self.exports: dict[int, list] = {}      # ident -> [var, weight given out]
@@ -79,6 +85,15 @@ class Net:
         self.steal_after = 0.0
         self.backoff = STEAL_BACKOFF[0]
         self.victim = self.rng.randrange(len(topology.neighbours(pe.number)) or 1)
+
+    # -- what the runtimes register ----------------------------------------------------------
+    def add_kind(self, kind: TaskKind) -> None:
+        self.kinds[kind.task_class] = kind
+        self.kind_names[kind.name] = kind
+
+    def add_codec(self, codec: Codec) -> None:
+        self.codecs[codec.value_class] = codec
+        self.codec_names[codec.name] = codec
 
     # -- sending ------------------------------------------------------------------------------
     def send(self, kind: str, dst: int, payload, nbytes: int = 8) -> None:
@@ -125,10 +140,10 @@ class Net:
         return proxy
 
     def pack(self, term) -> list:
-        return pack(term, self.export_var)
+        return pack(term, self.export_var, self.codecs)
 
     def unpack(self, code: list):
-        return unpack(code, self.resolve, self.ml.closure if self.ml is not None else None)
+        return unpack(code, self.resolve, self.codec_names)
 
     def name_variables(self, variables, names: dict) -> None:
         """Give variables names that mean the same on every PE (`_G<owner>_<number>`)."""
@@ -236,40 +251,28 @@ class Net:
 
     # -- tasks --------------------------------------------------------------------------------
     def export_task(self, task: Task, dst: int) -> None:
-        """Send `task` to run on `dst`; it stays a member of its group until FINISH returns."""
-        if type(task) is MLTask:
-            self.export_ml_task(task, dst)
-            return
+        """Send `task` to run on `dst` (its kind says what travels). Its group here counts it
+        as a member until FINISH returns, so the task itself leaves the group: a step that
+        sends its own task away just ends (returns None)."""
+        kind = self.kinds[type(task)]
         group_ref = None
         if task.group is not None:
             gid = self.next_ident
             self.next_ident += 1
             self.groups[gid] = task.group
             group_ref = (self.pe.number, gid)
-        code = self.pack(Struct("$args", task.args))
-        payload = (task.proc.key, code, task.site, group_ref)
+            task.group = None
+        code = self.pack(kind.export(task))
+        payload = (kind.name, task.proc.key, code, task.site, group_ref)
         self.send("SPAWN", dst, payload, size_bytes(code) + 8)
 
-    def export_ml_task(self, task: MLTask, dst: int) -> None:
-        """A forked ML thunk (pure, not started) leaves with the globals its code may read;
-        its result variable stays here and the thief binds it."""
-        task.state = STARTED
-        code = self.pack((task.thunk, task.result, self.ml.globals_for(task.thunk)))
-        self.send("SPAWN", dst, (None, code, task.site, None), size_bytes(code) + 8)
-
     def got_spawn(self, payload) -> None:
-        key, code, site, group_ref = payload
-        if key is None:
-            thunk, result, globals_ = self.unpack(code)
-            self.ml.set_globals(globals_)
-            self.pe.push(MLTask(self.ml.step, thunk, result, site))
-            return
-        args = self.unpack(code).args
-        group = None
+        kind, key, code, site, group_ref = payload
+        task = self.kind_names[kind].arrive(self.procs[key], self.unpack(code), site)
         if group_ref is not None:
-            group = AndGroup(None, [], group_ref)
-            group.count = 1
-        self.pe.push(Task(self.procs[key], args, group, site))
+            task.group = AndGroup(None, [], group_ref)
+            task.group.count = 1
+        self.pe.push(task)
 
     def group_finished(self, group: AndGroup) -> None:
         pe, gid = group.home
@@ -316,20 +319,15 @@ class Net:
             self.send("NOWORK", thief, None)
 
     def spare_task(self) -> Task | None:
-        """The oldest ready task worth sending away, if one can go: its relation can fan out
-        (the compile-time grain estimate) and it would not just wait for an argument there."""
+        """The oldest ready task that its kind lets go now (the oldest has the largest grain)."""
         ready = self.pe.ready
         if len(ready) < 2:
             return None
+        kinds = self.kinds
         for i in range(min(len(ready), 256)):
             t = ready[i]
-            if type(t) is MLTask:
-                if t.state == UNSTARTED and t.thunk.pure:
-                    del ready[i]
-                    return t
-                continue
-            proc = t.proc
-            if getattr(proc, "exportable", False) and all(type(deref(t.args[k])) is not Var for k in proc.needs):
+            kind = kinds.get(type(t))
+            if kind is not None and kind.spare(t):
                 del ready[i]
                 return t
         return None
@@ -394,4 +392,4 @@ def _proxies(terms) -> list[Var]:
     return found
 
 
-__all__ = ["MOVED", "Net", "RemoteReader", "RemoteWaiters"]
+__all__ = ["Net", "RemoteReader", "RemoteWaiters"]

@@ -2,19 +2,38 @@
 
 A packed term is a flat postfix list (so a million-element list packs and unpacks without
 recursion, and pickles for MPI without deep nesting): atoms and numbers stand for themselves;
-`_Build` markers rebuild structures from the items before them; `GlobalRef` names a variable
-by its owner PE and the owner's export number, carrying a weight for weighted reference
-counting (Bevan 1987).
+markers rebuild structures, list cells and tuples from the items before them; `GlobalRef`
+names a variable by its owner PE and the owner's export number, carrying a weight for weighted
+reference counting (Bevan 1987). Values of other classes (a dialect's closures, exceptions, ...)
+travel through the `Codec` its runtime registered for their class; anything else travels as
+it is.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from pam.ml.values import Closure, ExnCon, Packet, exn_by_uid
 from pam.terms import Cons, Struct, Var, mkatom
 
 WORD = 4  # bytes per word on a T800
+FLOAT = 8  # bytes of a 64-bit real
+
+
+class Codec(Protocol):
+    """How values of one class travel (a runtime registers it: `Net.add_codec`)."""
+
+    name: str  # names the codec in packed terms
+    value_class: type  # the values it packs (exactly this class)
+
+    def flatten(self, value) -> tuple[object, tuple]:
+        """(data that travels as it is, the parts that are packed in turn)."""
+
+    def rebuild(self, data, parts: tuple):
+        """The value on the receiving PE."""
+
+    def size(self, data) -> int:
+        """Bytes the value's marker and `data` take on a link (its parts are counted apart)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,26 +57,25 @@ _CONS = _Build(None, 2)
 
 
 @dataclass(frozen=True, slots=True)
-class _MLBuild:
-    """Pop `arity` items and build an ML value: a tuple (`what` "tuple"), a ref cell ("ref"),
-    an exception packet ("packet": constructor, then argument if `arity` is 2) or a closure
-    of function `what` (its environment)."""
+class _Tuple:
+    """Pop `arity` items and build a tuple of them."""
 
-    what: str
     arity: int
 
 
 @dataclass(frozen=True, slots=True)
-class _ExnRef:
-    """An ML exception constructor, known everywhere by `uid` (basis ones by their name)."""
+class _Coded:
+    """Pop `arity` items and let the codec `codec` rebuild the value from them and `data`."""
 
-    name: str
-    has_arg: bool
-    uid: object
+    codec: str
+    arity: int
+    data: object
+    nbytes: int
 
 
-def pack(term, export) -> list:
-    """`term` as a postfix list; `export(var)` names each unbound variable met (a GlobalRef)."""
+def pack(term, export, codecs: dict) -> list:
+    """`term` as a postfix list; `export(var)` names each unbound variable met (a GlobalRef);
+    `codecs` are the registered codecs by value class."""
     code: list = []
     stack: list = [term]
     while stack:
@@ -81,48 +99,26 @@ def pack(term, export) -> list:
             stack.append(_Build(t.name, len(t.args)))
             stack.extend(reversed(t.args))
         elif tt is tuple:
-            stack.append(_MLBuild("tuple", len(t)))
+            stack.append(_Tuple(len(t)))
             stack.extend(reversed(t))
-        elif tt is Closure:
-            stack.append(_MLBuild(t.key, len(t.env)))
-            stack.extend(reversed(t.env))
-        elif tt is Packet:
-            stack.append(_MLBuild("packet", 1 if t.arg is None and not t.con.has_arg else 2))
-            if t.arg is not None or t.con.has_arg:
-                stack.append(t.arg)
-            stack.append(t.con)
-        elif tt is ExnCon:
-            code.append(_ExnRef(t.name, t.has_arg, t.global_uid()))
-        elif tt is list:  # an ML ref travels as a copy (only pure code, which never reads it, moves)
-            stack.append(_MLBuild("ref", 1))
-            stack.append(t[0])
         else:
-            code.append(t)
+            codec = codecs.get(tt)
+            if codec is None:  # atomic, or a marker pushed above
+                code.append(t)
+                continue
+            data, parts = codec.flatten(t)
+            stack.append(_Coded(codec.name, len(parts), data, codec.size(data)))
+            stack.extend(reversed(parts))
     return code
 
 
-def unpack(code: list, resolve, functions=None):
+def unpack(code: list, resolve, codecs: dict):
     """The term a postfix list describes; `resolve(ref)` turns each GlobalRef into a variable;
-    `functions(key)` makes the closure of an ML function from its environment."""
+    `codecs` are the registered codecs by name."""
     out: list = []
     for item in code:
         ti = type(item)
-        if ti is _MLBuild:
-            n = item.arity
-            args = out[len(out) - n:] if n else []
-            del out[len(out) - n:]
-            what = item.what
-            if what == "tuple":
-                out.append(tuple(args))
-            elif what == "ref":
-                out.append([args[0]])
-            elif what == "packet":
-                out.append(Packet(args[0], args[1] if n == 2 else None))
-            else:
-                out.append(functions(what, tuple(args)))
-        elif ti is _ExnRef:
-            out.append(exn_by_uid(item.name, item.has_arg, item.uid))
-        elif ti is _Build:
+        if ti is _Build:
             n = item.arity
             args = out[len(out) - n:]
             del out[len(out) - n:]
@@ -131,6 +127,11 @@ def unpack(code: list, resolve, functions=None):
             out.append(resolve(item))
         elif ti is str:
             out.append(mkatom(item))  # rules compare atoms by identity; unpickled text is new
+        elif ti is _Tuple or ti is _Coded:
+            n = item.arity
+            args = tuple(out[len(out) - n:])
+            del out[len(out) - n:]
+            out.append(args if ti is _Tuple else codecs[item.codec].rebuild(item.data, args))
         else:
             out.append(item)
     assert len(out) == 1, "malformed packed term"
@@ -138,15 +139,24 @@ def unpack(code: list, resolve, functions=None):
 
 
 def size_bytes(code: list) -> int:
-    """What the packed term costs on a link: a word per item, three per reference."""
+    """What the packed term costs on a link: a word per item (a marker, an atom, a small
+    integer), three per reference; a big integer, a string or an array a length word and its
+    bytes; a real 8 bytes; a codec's value what the codec says."""
     n = 0
     for item in code:
-        if type(item) is GlobalRef:
+        ti = type(item)
+        if ti is GlobalRef:
             n += 3 * WORD
-        elif type(item) is int and not -(1 << 31) <= item < (1 << 31):
-            n += WORD * (1 + item.bit_length() // 32)
-        elif type(item) is str:
-            n += WORD + len(item)
+        elif ti is int and not -(1 << 31) <= item < (1 << 31):
+            n += WORD + (item.bit_length() + 8) // 8
+        elif ti is str:
+            n += WORD + (len(item) if item.isascii() else len(item.encode()))
+        elif ti is float:
+            n += FLOAT
+        elif ti is _Coded:
+            n += item.nbytes
+        elif ti.__module__ == "numpy":  # an array or a scalar (no import: numpy may be absent)
+            n += WORD + item.nbytes
         else:
             n += WORD
     return n

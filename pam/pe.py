@@ -2,8 +2,10 @@
 
 Scheduling is depth first with time slices: a committing task continues with its first body goal
 (as Prolog would run it) for up to `SLICE` reductions, then goes to the back of the queue so that
-producers and consumers of a stream take turns (memory stays proportional to live data). Woken
-tasks go to the front. Everything is iterative: no step recurses in Python.
+producers and consumers of a stream take turns (memory stays proportional to live data), unless
+its kind says it resumes first. Woken tasks go to the front. Everything is iterative: no step
+recurses in Python. The loop knows tasks only through the step protocol (pam/step.py) and the
+`Task` class; it names no dialect.
 """
 
 from __future__ import annotations
@@ -11,12 +13,12 @@ from __future__ import annotations
 import time
 from collections import deque
 
+from pam.distribution import RemoteReader
 from pam.errors import LimitExceeded, ProgramFailure
 from pam.stats import PEStats
-from pam.task import MOVED, AndGroup, MLTask, Placed, Seq, Task
-from pam.terms import Struct, Var, unbound_vars
+from pam.task import AndGroup, Placed, Seq, Task
+from pam.terms import Var, unbound_vars, var_name
 from pam.unify import unify
-from pam.write import write_term
 
 SLICE = 200
 DEADLOCK_REPORT_LIMIT = 20
@@ -37,6 +39,9 @@ class PE:
         self.instructions = 0
         self.started = time.monotonic()
         self.net = None  # the PE's side of distribution (pam.distribution), None on one PE
+        # Other event sources, polled at every turn of the driver (pam.driver): each returns
+        # True while it waits for an event outside the PE (the PE is then not passive).
+        self.hooks: list = []
 
     # -- variables --------------------------------------------------------------------------
     def wake(self, var: Var) -> None:
@@ -50,15 +55,13 @@ class PE:
         suspended = self.suspended
         n = 0
         for t in waiting:
-            tt = type(t)
-            if tt is Task or tt is MLTask:
-                if t.waits is not None:
-                    t.waits = None
-                    del suspended[t]
-                    push(t)
-                    n += 1
-            else:
+            if type(t) is RemoteReader:
                 t.send_value(var)
+            elif t.waits is not None:
+                t.waits = None
+                del suspended[t]
+                push(t)
+                n += 1
         self.stats.resumptions += n
 
     def bind(self, var: Var, value) -> None:
@@ -105,22 +108,22 @@ class PE:
     # -- `&` groups ---------------------------------------------------------------------------
     def start(self, plan, group) -> int:
         """Schedule a body plan as members of `group`; returns how many members it added."""
-        if type(plan) is Task:
-            plan.group = group
-            self.ready.append(plan)
-            return 1
-        if type(plan) is list:
+        tp = type(plan)
+        if tp is list:
             n = 0
             for part in reversed(plan):
                 n += self.start(part, group)
             return n
-        if type(plan) is Placed:
+        if tp is Seq:
+            sub = AndGroup(group, plan.parts[1:])
+            sub.count = self.start(plan.parts[0], sub)
+            return 1
+        if tp is Placed:
             plan.task.group = group
             self.place(plan.task, plan.where)
             return 1
-        assert type(plan) is Seq
-        sub = AndGroup(group, plan.parts[1:])
-        sub.count = self.start(plan.parts[0], sub)
+        plan.group = group  # a task
+        self.ready.append(plan)
         return 1
 
     def spawn(self, plan, task: Task) -> None:
@@ -189,23 +192,20 @@ class PE:
                         if g is not None:
                             finish(g)
                         break
-                    if type(r) is Task or type(r) is MLTask:
-                        t = r
-                        slice_left -= 1
-                        if not slice_left:
-                            # a pause for limits or messages: resume it first; an ML evaluation
-                            # always resumes first (work first: its forked children wait for
-                            # thieves or its join); otherwise its time slice is up: to the back
-                            if calls >= next_check or type(t) is MLTask:
-                                ready.append(t)
-                            else:
-                                ready.appendleft(t)
-                            break
-                        continue
-                    if r is not MOVED:
+                    if type(r) is list:
                         suspensions += 1
                         park(t, r)
-                    break
+                        break
+                    t = r  # it continues
+                    slice_left -= 1
+                    if not slice_left:
+                        # a pause for limits or messages: resume it first, as a kind that
+                        # resumes first always does; otherwise its time slice is up: to the back
+                        if calls >= next_check or t.resume_first:
+                            ready.append(t)
+                        else:
+                            ready.appendleft(t)
+                        break
                 if calls >= next_check:
                     if limit is not None and calls >= limit:
                         raise LimitExceeded(f"step limit reached after {self.max_steps} steps "
@@ -219,7 +219,7 @@ class PE:
                         next_check = min(next_check, limit)
         except ProgramFailure as failure:
             if failure.goal is None and t is not None:
-                failure.goal = self.goal_text(t)
+                failure.goal = t.describe()
                 failure.span = failure.span or t.site
             if failure.pe is None:
                 failure.pe = self.number
@@ -231,20 +231,13 @@ class PE:
         return calls
 
     # -- reports ------------------------------------------------------------------------------
-    def goal_text(self, task: Task, names: dict | None = None) -> str:
-        name = getattr(task.proc, "goal_name", "?")
-        args = task.args[:getattr(task.proc, "goal_arity", len(task.args))]
-        if not args:
-            return name
-        return write_term(Struct(name, args), names)
-
     def suspended_goals(self, names: dict, limit: int = DEADLOCK_REPORT_LIMIT) -> list[tuple]:
         """(goal, call site, variables waited for, PE) of up to `limit` suspended tasks."""
         goals = []
         for t in list(self.suspended)[:limit]:
             if self.net is not None:
                 self.net.name_variables(unbound_vars(t.args), names)
-            text = self.goal_text(t, names)
-            waits = list(dict.fromkeys(write_term(v, names) for v in t.waits or []))
+            text = t.describe(names)
+            waits = list(dict.fromkeys(var_name(v, names) for v in t.waits or []))
             goals.append((text, t.site, waits, self.number))
         return goals

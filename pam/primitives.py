@@ -10,7 +10,9 @@ from __future__ import annotations
 from pam.arith import ArithError, compare, evaluate
 from pam.costs import DEFAULT
 from pam.errors import Halt, ProgramFailure
-from pam.task import MOVED, Seq, Task
+from pam.goal import Goal
+from pam.step import declare
+from pam.task import Seq
 from pam.terms import (NIL, Cons, Struct, Var, args_of, deref, first_unbound_from, from_list,
                        functor_of, make_struct, mkatom, to_list)
 from pam.unify import match_eq
@@ -252,17 +254,16 @@ def build(pe, lookup) -> dict:
         emit(write_term(term))
 
     for key, step in (("length/2", length_step), ("write/1", write_step)):
-        step.goal_name, step.goal_arity = key.rsplit("/", 1)[0], int(key.rsplit("/", 1)[1])
-        step.cost = DEFAULT.primitive_step
-        procs[key] = step
+        procs[key] = primitive_step(key)(step)
 
+    @primitive_step("call/1")
     def call(t):
         """`call(G)`: the task becomes the goal G (a conjunction becomes its plan)."""
         g = deref(t.args[0])
         if type(g) is Var:
             return [g]
         plan = goal_plan(g, t.site)
-        if type(plan) is Task:
+        if type(plan) is Goal:
             plan.group = t.group
             return plan
         pe.spawn(plan, t)
@@ -274,41 +275,43 @@ def build(pe, lookup) -> dict:
             left, right = goal_plan(g.args[0], site), goal_plan(g.args[1], site)
             return [left, right] if g.name == "," else Seq([left, right])
         if type(g) is Var:
-            return Task(procs["call/1"], (g,), None, site)
+            return Goal(procs["call/1"], (g,), None, site)
         if type(g) not in (str, Struct):
             raise ProgramFailure("call/1: not a callable goal", write_term(g), site)
         name, arity = (g, 0) if type(g) is str else (g.name, len(g.args))
         proc = lookup(name, arity) or procs.get(f"{name}/{arity}")
         if proc is None:
             raise ProgramFailure(f"call/1: unknown relation {name}/{arity}", write_term(g), site)
-        return Task(proc, args_of(g), None, site)
+        return Goal(proc, args_of(g), None, site)
 
-    call.goal_name, call.goal_arity, call.cost = "call", 1, DEFAULT.primitive_step
     procs["call/1"] = call
     if pe.number != 0:
         # Output happens on PE 0, the root transputer that talks to the host, in program
         # order: an output goal elsewhere is sent there to run.
         for key in ("write/1", "nl/0", "halt/0"):
             procs[key] = to_root(pe, procs[key])
-    for key, step in procs.items():
-        step.key = key
     return {"inline": {k: v for k, v in prims.items() if k in INLINE}, "procs": procs}
 
 
 def to_root(pe, step):
+    """`step` on a PE other than 0: the goal is sent to PE 0 and runs there."""
+    @declare(step.goal_name, step.goal_arity, step.cost, key=step.key)
     def send(t):
-        pe.net.export_task(t, 0)
-        return MOVED
-    send.goal_name, send.goal_arity, send.cost = step.goal_name, step.goal_arity, step.cost
+        pe.net.export_task(t, 0)  # the task is done here
     return send
+
+
+def primitive_step(key: str):
+    """Declares the step of the primitive `key` (`name/arity`)."""
+    name, arity = key.rsplit("/", 1)
+    return declare(name, int(arity), DEFAULT.primitive_step, key=key)
 
 
 def task_proc(fn, key: str):
     """A primitive as a task's step."""
+    @primitive_step(key)
     def step(t):
         return fn(*t.args, t.site)
-    name, arity = key.rsplit("/", 1)
-    step.goal_name, step.goal_arity, step.cost = name, int(arity), DEFAULT.primitive_step
     return step
 
 

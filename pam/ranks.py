@@ -1,10 +1,11 @@
-"""The run of one MPI rank: its PE's loop, termination, and how every rank ends together.
+"""The run of one MPI rank: how every rank ends together.
 
-Each rank alternates between the network (receive, forward, send batches) and a batch of
-reductions. Rank 0 holds the entry goal, owns program output and detects termination (Safra).
-However a run ends (success, deadlock, a failure or an internal error on any rank, a limit),
-rank 0 learns it, tells every rank (HALT), and all ranks gather their reports to rank 0 and
-leave with the same exit status; nothing waits forever on a rank that stopped.
+Each rank's PE runs under the driver (pam.driver.Rank: the network, then a batch of
+reductions, turn after turn). Rank 0 holds the entry task, owns program output and detects
+termination (Safra). However a run ends (success, deadlock, a failure or an internal error on
+any rank, a limit), rank 0 learns it, tells every rank (HALT), and all ranks gather their
+reports to rank 0 and leave with the same exit status; nothing waits forever on a rank that
+stopped.
 """
 
 from __future__ import annotations
@@ -12,13 +13,10 @@ from __future__ import annotations
 import time
 import traceback
 
-from pam.errors import Deadlock, Finished, Halt, LimitExceeded, MachineStop, ProgramFailure, RankExit, Uncaught
+from pam.driver import IDLE_SLEEP, Rank, resolve
+from pam.errors import Deadlock, Finished, Halt, LimitExceeded, ProgramFailure, RankExit, Uncaught
 from pam.pe import DEADLOCK_REPORT_LIMIT
-from pam.stats import RunStats
-from pam.transport.mpi import BATCH, IDLE_SLEEP
-
-BATCH_SECONDS = 0.001  # the wall time between looks at the network that the batch size aims at
-from pam.write import write_term
+from pam.stats import PEStats
 
 
 def _describe(err: BaseException) -> tuple:
@@ -36,26 +34,19 @@ def _describe(err: BaseException) -> tuple:
     return ("internal", f"{type(err).__name__}: {err}", traceback.format_exc())
 
 
-def run_on_ranks(machine, outputs):
-    """Run `machine` (one PE per rank); returns rank 0's RunResult or raises how it ended.
-    Ranks other than 0 raise RankExit with the status rank 0 chose."""
-    from pam.machine import RunResult
-
-    comm, transport, pe = machine.comm, machine.transport, machine.pe
+def run_on_ranks(pe, transport, comm, outputs: list) -> tuple[float, list[PEStats]]:
+    """Run this rank's PE (rank 0's holds the entry task) until the run ends on every rank.
+    Rank 0 returns the run's wall time and every rank's statistics, or raises how it ended;
+    the other ranks raise RankExit with the status rank 0 chose."""
     me = pe.number
-    if me == 0:
-        pe.push(machine.entry_task(outputs))
+    rank = Rank(pe, transport)
     began = time.monotonic()
     busy = 0.0
     outcome = None
     try:
-        outcome, busy = _loop(machine)
+        outcome, busy = rank.run()
         if me == 0 and outcome == ("done",):
-            while pe.net.ask_peeks(outputs):
-                while pe.net.peeks:
-                    for m in transport.poll():
-                        pe.net.receive(m)
-                    transport.flush()
+            resolve(pe.net, outputs, rank.deliver)
     except Exception as err:  # every way this rank's run can end is reported, never swallowed
         outcome = _describe(err)
         if me != 0:
@@ -74,48 +65,8 @@ def run_on_ranks(machine, outputs):
     status = comm.bcast(status, root=0)
     if me != 0:
         raise RankExit(status)
-    machine.output.flush()
     _raise_outcome(outcome, gathered)
-    result_names: dict[int, str] = {}
-    bindings = [f"{name} = {write_term(v, result_names)}" for name, v in zip(machine.module.entry.outputs, outputs)]
-    stats = RunStats(len(gathered), machine.topology.name, "mpi", elapsed, [g[2] for g in gathered])
-    return RunResult(bindings, stats)
-
-
-def _loop(machine) -> tuple[tuple, float]:
-    transport, pe = machine.transport, machine.pe
-    net, me = pe.net, pe.number
-    busy = 0.0
-    batch = 64  # grows to BATCH while steps are cheap
-    while True:
-        notice = transport.failure_notice() if me == 0 else transport.halt_notice()
-        if notice is not None:
-            return notice, busy
-        for m in transport.poll():
-            net.receive(m)
-        transport.flush()  # answers (work for a thief, values) leave before the next batch
-        if pe.ready:
-            began = time.perf_counter()
-            pe.run(batch)
-            took = time.perf_counter() - began
-            busy += took
-            # look at the network about every millisecond, whatever a step costs (an ML step
-            # is up to a hundred calls, a PARLOG step one reduction)
-            if took > BATCH_SECONDS * 2:
-                batch = max(8, batch // 2)
-            elif took < BATCH_SECONDS / 2:
-                batch = min(BATCH, batch * 2)
-        else:
-            net.idle()
-            action, arg = net.safra.step()
-            if action == "send":
-                net.send("TOKEN", arg[0], arg[1])
-            elif action == "terminated":
-                transport.flush()
-                return ("done",), busy
-            elif not transport.outgoing:
-                time.sleep(IDLE_SLEEP)
-        transport.flush()
+    return elapsed, [g[2] for g in gathered]
 
 
 def _wait_for_halt(transport):
@@ -176,4 +127,4 @@ def _raise_outcome(outcome, gathered) -> None:
         raise Deadlock(goals, total)
 
 
-__all__ = ["run_on_ranks", "MachineStop"]
+__all__ = ["run_on_ranks"]

@@ -7,7 +7,9 @@ goals as tasks. The first body goal continues in the same task object (no alloca
 through the queue), which is what makes deep recursion and long streams cheap.
 
 The generated source is plain Python, one closure per relation, so `hpgrem ir` readers and
-debuggers can look at it (`RuleCompiler.source`).
+debuggers can look at it (`RuleCompiler.source`); each is declared a step (pam/step.py).
+`ParlogRuntime` is PARLOG's runtime (pam/runtimes.py): it loads them with the primitives onto
+each PE.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ from hpgrem.ir import (Atom, Call, Clause, Float, Int, Module, Relation, Struct,
                        calls_in)
 from pam import primitives
 from pam.errors import ProgramFailure
+from pam.goal import Goal, GoalKind
 from pam.grain import branching_relations, relation_cost
-from pam.task import Placed, Seq, Task
+from pam.step import declare
+from pam.task import Placed, Seq
 from pam.terms import Cons
 from pam.terms import Struct as RStruct
 from pam.terms import Var as RVar
 from pam.terms import deref, from_list, mkatom
 from pam.unify import match_eq
+from pam.write import write_term
 
 TYPE_TESTS = {
     "atom/1": "type({x}) is not str",
@@ -131,7 +136,7 @@ class RuleCompiler:
         e = self.out
         e("def make(RT):")
         e.indent()
-        for name in ("Var", "Struct", "Cons", "Task", "Seq", "Placed", "deref", "match_eq", "from_list",
+        for name in ("Var", "Struct", "Cons", "Goal", "Seq", "Placed", "declare", "deref", "match_eq", "from_list",
                      "put", "wake", "spawn", "park_new", "push", "susp1", "fail_goal", "fail_output",
                      "arith_test", "INLINE", "PROCS", "CONSTS"):
             e(f"{name} = RT['{name}']")
@@ -143,6 +148,10 @@ class RuleCompiler:
 
     def relation(self, rel: Relation) -> None:
         e = self.out
+        needs = tuple(i for i, m in enumerate(rel.modes)
+                      if m == "?" and any(not isinstance(c.head[i], Var) for g in rel.groups for c in g))
+        e(f"@declare({rel.name!r}, {rel.arity}, {relation_cost(rel)}, key={rel.key!r}, "
+          f"exportable={rel.key in self.branching}, needs={needs!r})")
         e(f"def {self.proc_names[rel.key]}(t):")
         e.indent()
         n = rel.arity
@@ -161,14 +170,6 @@ class RuleCompiler:
             e("if s is not None: return s")
         e("raise fail_goal(t)")
         e.dedent()
-        e(f"{self.proc_names[rel.key]}.goal_name = {rel.name!r}")
-        e(f"{self.proc_names[rel.key]}.goal_arity = {rel.arity}")
-        e(f"{self.proc_names[rel.key]}.cost = {relation_cost(rel)}")
-        e(f"{self.proc_names[rel.key]}.key = {rel.key!r}")
-        e(f"{self.proc_names[rel.key]}.exportable = {rel.key in self.branching}")
-        needs = tuple(i for i, m in enumerate(rel.modes)
-                      if m == "?" and any(not isinstance(c.head[i], Var) for g in rel.groups for c in g))
-        e(f"{self.proc_names[rel.key]}.needs = {needs!r}")
 
 
 class _ClauseCode:
@@ -449,7 +450,7 @@ class _ClauseCode:
             e("g = t.group")
             e(f"if g is not None: g.count += {len(tasks) - 1}")
             for c, args in reversed(built[1:]):
-                e(f"push(Task({self.proc(c)}, {args}, g, {self.rc.site(c.span)}))")
+                e(f"push(Goal({self.proc(c)}, {args}, g, {self.rc.site(c.span)}))")
         c, args = built[0]
         e(f"t.proc = {self.proc(c)}")
         e(f"t.args = {args}")
@@ -493,7 +494,7 @@ class _ClauseCode:
 
     def plan(self, body) -> str:
         if isinstance(body, Call):
-            task = f"Task({self.proc(body)}, {self.args_tuple(body)}, None, {self.rc.site(body.span)})"
+            task = f"Goal({self.proc(body)}, {self.args_tuple(body)}, None, {self.rc.site(body.span)})"
             if body.placement is not None:
                 return f"Placed({task}, {self.build(body.placement)})"
             return task
@@ -519,21 +520,21 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         return s
 
     def fail_goal(t):
-        return ProgramFailure("no clause matches", pe.goal_text(t), t.site)
+        return ProgramFailure("no clause matches", t.describe(), t.site)
 
     def fail_output(t, clause_site):
         return ProgramFailure(f"output unification failed after commitment to the clause at "
-                              f"{clause_site.line}:{clause_site.col}", pe.goal_text(t), t.site)
+                              f"{clause_site.line}:{clause_site.col}", t.describe(), t.site)
 
     def park_new(proc, args, group, site, waits):
         """An inline primitive that must wait becomes a suspended task of the committing goal's group."""
-        pe.park(Task(proc, args, group, site), waits)
+        pe.park(Goal(proc, args, group, site), waits)
         if group is not None:
             group.count += 1
 
     runtime = {
-        "Var": RVar, "Struct": RStruct, "Cons": Cons, "Task": Task, "Seq": Seq, "Placed": Placed,
-        "deref": deref,
+        "Var": RVar, "Struct": RStruct, "Cons": Cons, "Goal": Goal, "Seq": Seq, "Placed": Placed,
+        "declare": declare, "deref": deref,
         "match_eq": match_eq, "from_list": from_list, "put": pe.put, "wake": pe.wake,
         "spawn": pe.spawn, "park_new": park_new, "push": pe.push, "susp1": susp1,
         "fail_goal": fail_goal, "fail_output": fail_output, "arith_test": primitives.arith_test,
@@ -545,3 +546,28 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
     # A task that travels to another PE is named by its key: primitives' too (`X = a @ 3`).
     return {**prims["procs"], **procs}
 
+
+
+class ParlogRuntime:
+    """PARLOG on the machine (`pam.runtimes`): the module's relations compiled once, loaded
+    with the primitives onto each PE; goals are the task kind."""
+
+    batch = 32  # steps a simulated PE runs between looks at its messages
+
+    def __init__(self, module: Module):
+        self.module = module
+        self.compiler = RuleCompiler(module)
+        self.steps: dict[int, dict] = {}  # by PE number
+
+    def load(self, pe, timeout: float | None = None) -> dict:
+        steps = self.steps[pe.number] = load(self.module, pe, self.compiler)
+        if pe.net is not None:
+            pe.net.add_kind(GoalKind())
+        return steps
+
+    def entry_task(self, pe, outputs: list) -> Goal:
+        target = self.module.entry.target
+        return Goal(self.steps[pe.number][target], tuple(outputs), None, self.module.relations[target].span)
+
+    def show(self, value, names: dict) -> str:
+        return write_term(value, names)

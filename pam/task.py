@@ -1,21 +1,27 @@
-"""Tasks (active nodes, redexes) and the groups that detect when the left side of `&` is done.
+"""Tasks (active nodes, redexes), the kinds they come in, and the groups that detect when the
+left side of `&` is done.
 
-A task's `proc` performs one step of its goal (see `pam.rules`): it returns None when the task
-committed and left nothing to run, another Task to run next when it committed and continues, or
-a list of variables when it suspends on them. It raises `ProgramFailure` when it fails.
+A task's `proc` is a step (`pam.step`): the PE loop calls it and reads what it returns. Every
+task kind is a subclass of `Task`; the PE loop knows a kind only through the class attribute
+`resume_first` and `describe()`. A dialect's runtime tells distribution how to move its kinds
+between PEs by registering a `TaskKind` with each PE's `Net`.
 """
 
 from __future__ import annotations
 
-from pam.terms import Var
+from typing import Protocol
 
 
 class Task:
-    """A goal to reduce: `proc(self)` steps it; `args` are its arguments; `group` the `&` it
-    belongs to (None at top level); `site` the call's source span; `waits` the variables it is
-    suspended on (None while runnable)."""
+    """A task: `proc(self)` steps it; `args` are its arguments; `group` the `&` it belongs to
+    (None at top level); `site` the call's source span; `waits` the variables it is suspended
+    on (None while runnable)."""
 
     __slots__ = ("proc", "args", "group", "site", "waits")
+
+    # When a task's time slice is up it goes to the back of the ready queue, so that producers
+    # and consumers take turns; a kind that should rather continue first says so here.
+    resume_first = False
 
     def __init__(self, proc, args: tuple, group, site) -> None:
         self.proc = proc
@@ -24,10 +30,31 @@ class Task:
         self.site = site
         self.waits = None
 
+    def describe(self, names: dict | None = None) -> str:
+        """The task as failure and deadlock reports show it; `names` names its variables."""
+        return self.proc.goal_name
+
+
+class TaskKind(Protocol):
+    """How distribution moves tasks of one class between PEs; a runtime registers one per PE
+    (`Net.add_kind`), so it may hold that PE's state."""
+
+    name: str  # names the kind in SPAWN messages
+    task_class: type  # the tasks it moves (exactly this class)
+
+    def spare(self, task) -> bool:
+        """May this ready task be sent to another PE now?"""
+
+    def export(self, task):
+        """The term that travels for `task` (its unbound variables become global names)."""
+
+    def arrive(self, step, value, site) -> Task:
+        """The task rebuilt on the receiving PE from `value`; `step` is the step it had."""
+
 
 class Seq:
     """A body plan `P1 & P2 & ...`: each part starts when the one before it has terminated.
-    Parts are Tasks, lists of parts (started together, as `,` does) or nested Seqs."""
+    Parts are tasks, lists of parts (started together, as `,` does) or nested Seqs."""
 
     __slots__ = ("parts",)
 
@@ -58,35 +85,3 @@ class AndGroup:
         self.parent = parent
         self.later = later
         self.home = home
-
-
-class _Moved:
-    """What a step returns when its task left for another PE (it finishes there)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "MOVED"
-
-
-MOVED = _Moved()
-
-
-UNSTARTED, STARTED, CANCELLED = 0, 1, 2
-
-
-class MLTask(Task):
-    """An ML evaluation (pam/ml/task.py steps it). `thunk` is the closure a forked task applies to `()`; `result` is
-    the variable its outcome binds (None for the program's main task)."""
-
-    __slots__ = ("stack", "value", "exc", "thunk", "result", "state", "pending")
-
-    def __init__(self, proc, thunk, result: Var | None, site, stack=None) -> None:
-        super().__init__(proc, (), None, site)
-        self.stack = stack if stack is not None else []
-        self.value = None
-        self.exc = None
-        self.thunk = thunk
-        self.result = result
-        self.state = UNSTARTED
-        self.pending = None

@@ -130,6 +130,14 @@ def first_unbound_from(stack: list):
     return None
 
 
+def var_name(var: Var, names: dict[int, str]) -> str:
+    """The name of an unbound variable in a report: from `names`, else the next `_G<n>`."""
+    name = names.get(id(var))
+    if name is None:
+        name = names[id(var)] = f"_G{len(names) + 1}"
+    return name
+
+
 def unbound_vars(terms) -> list:
     """The unbound variables of `terms`, in order of first appearance."""
     found: dict[int, Var] = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from pam.terms import Cons, Struct, Var
+from pam.terms import Cons, Struct, Var, var_name
 
 # SWI-Prolog 9's default operator table (what write/1 consults): name -> (priority, type).
 INFIX = {
@@ -173,10 +173,7 @@ def _write(w: _Writer, term, prec: int, stack: list, operand: bool) -> None:
     term = _deref(term)
     tt = type(term)
     if tt is Var:
-        name = w.names.get(id(term))
-        if name is None:
-            name = w.names[id(term)] = f"_G{len(w.names) + 1}"
-        w.token(name)
+        w.token(var_name(term, w.names))
     elif tt is int:
         w.token(str(term))
     elif tt is float:

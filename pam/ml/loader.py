@@ -1,5 +1,7 @@
-"""Loads a module's ML functions onto a PE: the generated source is compiled once per module
-and executed once per PE, in a namespace holding that PE's globals, output and basis."""
+"""ML on the machine (`pam.runtimes`): the generated source of a module's functions is compiled
+once per module and executed once per PE, in a namespace holding that PE's globals, output and
+basis; ML evaluations are the task kind, and ML values travel through the codecs of
+pam/ml/codecs.py."""
 
 from __future__ import annotations
 
@@ -9,21 +11,24 @@ import time
 from hpgrem import ir
 from pam.errors import LimitExceeded
 from pam.ml import codegen
-from pam.ml.task import make_nested, make_step
+from pam.ml.codecs import codecs
+from pam.ml.task import STARTED, MLTask, MLTaskKind, make_nested, make_step
 from pam.ml.values import BASIS_EXCEPTIONS, DIV, OVERFLOW, Closure, ExnCon, Packet
-from pam.task import STARTED, MLTask
 
 
-class CompiledML:
-    """A module's ML code, compiled once; `namespace(pe)` makes a PE's copy."""
+class MLRuntime:
+    """A module's ML code, compiled once; `load(pe)` makes a PE's copy."""
+
+    batch = 4  # steps a simulated PE runs between looks at its messages (a step: up to 100 calls)
 
     def __init__(self, module: ir.Module):
         self.module = module
         self.source, self.analysis, self.constants = codegen.generate(module)
         self.code = compile(self.source, "<hpgrem ml>", "exec")
+        self.places: dict[int, MLPlace] = {}  # by PE number
 
-    def load(self, pe, output, timeout: float | None = None) -> dict:
-        """Execute the code for `pe`; returns {entry key: step proc} and keeps the namespace."""
+    def load(self, pe, timeout: float | None = None) -> dict:
+        """Execute the code for `pe`; returns {"ml": the step of ML tasks} and keeps the namespace."""
         from pam.ml import basis
 
         calls = [0]
@@ -33,7 +38,7 @@ class CompiledML:
             "Packet": Packet, "ExnCon": ExnCon, "Closure": Closure,
             "G": [None] * len(self.analysis.globals),
             "ovf": _overflow, "idiv": _idiv, "imod": _imod, "rdiv": _rdiv, "assign": _assign,
-            "before": _before, "eq": basis.ml_equal, "out": _printer(output),
+            "before": _before, "eq": basis.ml_equal, "out": _printer(pe.output),
         }
         for name, con in BASIS_EXCEPTIONS.items():
             ns[f"X_{name}"] = con
@@ -55,17 +60,22 @@ class CompiledML:
             else:
                 ns[name] = _closure_maker(fn, fkey, info.gen, info.pure)
         step = make_step(pe, basis.exn_message, calls)
-        entry = infos[self.module.entry.target]
-        main = ns[entry.py]
-        def entry_task() -> MLTask:
-            task = MLTask(step, None, None, entry.fn.span, [main()])
-            task.state = STARTED  # the program itself never moves
-            return task
-
-        step.entry = entry_task
+        place = self.places[pe.number] = MLPlace(self, ns, step)
         if pe.net is not None:
-            pe.net.ml = MLPlace(self, ns, step)
-        return {self.module.entry.target: step}
+            pe.net.add_kind(MLTaskKind(place))
+            for codec in codecs(place):
+                pe.net.add_codec(codec)
+        return {step.key: step}
+
+    def entry_task(self, pe, outputs: list) -> MLTask:
+        place = self.places[pe.number]
+        entry = self.analysis.info[self.module.entry.target]
+        task = MLTask(place.step, None, None, entry.fn.span, [place.ns[entry.py]()])
+        task.state = STARTED  # the program itself never moves
+        return task
+
+    def show(self, value, names: dict) -> str:
+        raise AssertionError("an ML entry has no output variables to show")
 
     def globals_read(self, keys: list[str]) -> set[int]:
         """The global slots that the functions `keys`, and all they may call, read."""
@@ -86,7 +96,7 @@ class CompiledML:
 class MLPlace:
     """One PE's ML code, as distribution needs it: closures from keys, globals to ship."""
 
-    def __init__(self, compiled: CompiledML, ns: dict, step):
+    def __init__(self, compiled: MLRuntime, ns: dict, step):
         self.compiled = compiled
         self.ns = ns
         self.step = step

@@ -20,11 +20,59 @@ from types import GeneratorType
 from pam.errors import Finished, Uncaught
 from pam.ml.codegen import CANCEL, FORK, JOIN
 from pam.ml.values import Packet
-from pam.task import CANCELLED, STARTED, UNSTARTED, MLTask
+from pam.step import declare
+from pam.task import Task
 from pam.terms import Var
 
 INNER = 100  # frame transitions (calls, returns, raises) per step, before the task yields the PE
 TRANSITION_COST = 30  # T800 instructions per transition: a call or return with its frame work
+
+UNSTARTED, STARTED, CANCELLED = 0, 1, 2
+
+
+class MLTask(Task):
+    """An ML evaluation. `thunk` is the closure a forked task applies to `()`; `result` is
+    the variable its outcome binds (None for the program's main task)."""
+
+    __slots__ = ("stack", "value", "exc", "thunk", "result", "state", "pending")
+
+    # At the end of a slice an evaluation continues first (work first: its forked children
+    # wait for thieves or its join).
+    resume_first = True
+
+    def __init__(self, proc, thunk, result: Var | None, site, stack=None) -> None:
+        super().__init__(proc, (), None, site)
+        self.stack = stack if stack is not None else []
+        self.value = None
+        self.exc = None
+        self.thunk = thunk
+        self.result = result
+        self.state = UNSTARTED
+        self.pending = None
+
+
+class MLTaskKind:
+    """Only a forked thunk that no one has started, and that is pure, may move; it leaves
+    with the globals its code may read, and its result variable stays here (the thief binds
+    it). `place` is the PE's ML code (pam.ml.loader.MLPlace)."""
+
+    name = "ml"
+    task_class = MLTask
+
+    def __init__(self, place) -> None:
+        self.place = place
+
+    def spare(self, task: MLTask) -> bool:
+        return task.state == UNSTARTED and task.thunk.pure
+
+    def export(self, task: MLTask) -> tuple:
+        task.state = STARTED
+        return (task.thunk, task.result, self.place.globals_for(task.thunk))
+
+    def arrive(self, step, value: tuple, site) -> MLTask:
+        thunk, result, globals_ = value
+        self.place.set_globals(globals_)
+        return MLTask(step, thunk, result, site)
 
 
 def make_nested(calls: list, tick):
@@ -97,6 +145,7 @@ def make_step(pe, describe, calls: list):
         pe.bind(t.result, (ok, v))
         return None
 
+    @declare("ml", 0, 10, key="ml")
     def step(t):
         st = t.stack
         value, exc = t.value, t.exc
@@ -207,9 +256,4 @@ def make_step(pe, describe, calls: list):
                 account(INNER - n)
                 return t
 
-    step.cost = 10
-    step.goal_name = "ml"
-    step.goal_arity = 0
-    step.key = "ml"
-    step.exportable = False
     return step

@@ -27,8 +27,7 @@ class Message:
 
 class Transport(Protocol):
     """What a PE's `Net` needs from the network: deliver `message` to `message.dst`, hop by hop.
-    How messages arrive is the driver's business (`pam.machine` for simulation, `pam.ranks`
-    for MPI)."""
+    How messages arrive is the driver's business (pam.driver: `Simulated`, `Rank`)."""
 
     pes: int
 

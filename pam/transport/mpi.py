@@ -13,8 +13,6 @@ from collections import defaultdict
 from pam.transport import Message
 
 TAG_DATA, TAG_HALT, TAG_FAIL = 1, 2, 3
-BATCH = 1024  # reductions between looks at the network
-IDLE_SLEEP = 0.0002  # an idle rank yields its core (ranks may outnumber cores)
 
 
 def comm_world():

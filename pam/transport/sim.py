@@ -17,9 +17,6 @@ import random
 from pam.costs import DEFAULT, CostModel
 from pam.transport import Message
 
-BATCH = 32  # reductions between looks at the message queue
-ML_BATCH = 4  # the same for ML, whose steps are up to a hundred calls each
-
 
 class SimTransport:
     """What a PE's `Net` sends through: messages wait in the PE's outbox until its batch ends."""
