@@ -75,6 +75,8 @@ RULES = [
 @dataclass
 class Simplify:
     name: str = "simplify"
+    requires: tuple[str, ...] = ()
+    invalidates: tuple[str, ...] = ("granularity", "ml-kinds")  # bodies change: costs and kinds may
     fired: dict = field(default_factory=dict)
 
     def apply(self, module: ir.Module) -> ir.Module:
