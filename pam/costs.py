@@ -30,10 +30,3 @@ class CostModel:
 
 
 DEFAULT = CostModel()
-
-
-def clause_instructions(head_nodes: int, guard_goals: int, built_nodes: int, body_goals: int) -> int:
-    """Abstract-machine instructions of one clause's reduction, WAM-like: a call and a proceed,
-    a get or unify per head node matched, a test per guard goal, a put per node built, and a
-    put-arguments-and-spawn per body goal (ours; the rule compiler counts the nodes)."""
-    return 2 + head_nodes + 2 * guard_goals + built_nodes + 3 * body_goals

@@ -17,9 +17,9 @@ from __future__ import annotations
 from hpgrem.ir import (Atom, Call, Clause, Float, Int, Module, Relation, Struct, Term, Var,
                        calls_in)
 from pam import primitives
+from pam.emit import Emitter
 from pam.errors import ProgramFailure
 from pam.goal import Goal, GoalKind
-from pam.grain import branching_relations, relation_cost
 from pam.step import declare
 from pam.task import Placed, Seq
 from pam.terms import Cons
@@ -79,23 +79,6 @@ def is_ground(term: Term) -> bool:
     return True
 
 
-class _Emitter:
-    """Lines of Python with indentation."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.level = 0
-
-    def __call__(self, line: str) -> None:
-        self.lines.append("    " * self.level + line)
-
-    def indent(self) -> None:
-        self.level += 1
-
-    def dedent(self) -> None:
-        self.level -= 1
-
-
 class RuleCompiler:
     """Generates the step functions of a module's relations."""
 
@@ -104,8 +87,7 @@ class RuleCompiler:
         self.consts: dict[str, object] = {}
         self.const_names: dict[tuple, str] = {}
         self.proc_names = {key: f"R{i}" for i, key in enumerate(module.relations)}
-        self.branching = branching_relations(module)
-        self.out = _Emitter()
+        self.out = Emitter()
         self.source = self._generate()
 
     # -- constants ------------------------------------------------------------------------------
@@ -148,10 +130,12 @@ class RuleCompiler:
 
     def relation(self, rel: Relation) -> None:
         e = self.out
-        needs = tuple(i for i, m in enumerate(rel.modes)
-                      if m == "?" and any(not isinstance(c.head[i], Var) for g in rel.groups for c in g))
-        e(f"@declare({rel.name!r}, {rel.arity}, {relation_cost(rel)}, key={rel.key!r}, "
-          f"exportable={rel.key in self.branching}, needs={needs!r})")
+        notes = self.module.annotations.get(rel.key)
+        if notes is None or "cost" not in notes:
+            raise ValueError(f"relation {rel.key} has no granularity annotations: compile the module with "
+                             "hpgrem.pipeline (the machine runs no analysis of its own)")
+        e(f"@declare({rel.name!r}, {rel.arity}, {int(notes['cost'])}, key={rel.key!r}, "
+          f"exportable={bool(notes['exportable'])}, needs={rel.inputs!r})")
         e(f"def {self.proc_names[rel.key]}(t):")
         e.indent()
         n = rel.arity

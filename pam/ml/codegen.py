@@ -1,6 +1,7 @@
 """ML functions -> Python source, compiled once per module (threaded code, as for PARLOG rules).
 
-Each HPGREM `Function` becomes one Python function (two for a direct one). The kinds:
+Each HPGREM `Function` becomes one Python function (two for a direct one), by the kind the
+`ml-kinds` pass recorded (hpgrem/passes/ml_kinds.py decides; this module only reads it):
 - *plain*: its calls are only to primitives and other plain functions, and the plain call graph
   has no cycles (a self tail call is a loop), so running it directly cannot grow Python's stack
   without bound;
@@ -12,9 +13,8 @@ Each HPGREM `Function` becomes one Python function (two for a direct one). The k
   that recurses in Python to depth DEPTH and then hands the rest to a heap-stack driver
   (`nested`); code outside the direct set calls the twin (see `call_text`).
 
-A function is *pure* when it cannot print or touch a ref (directly, through known calls, or
-through calls of unknown functions when any function that escapes as a value is impure); only
-pure thunks of `ForkJoin.par` may run as separate tasks, so effects keep program order.
+Only thunks of `ForkJoin.par` the pass found *pure* may run as separate tasks, so effects keep
+program order.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 
 from hpgrem import ir
+from pam.emit import Emitter
 
 FORK, JOIN, CANCEL = "fork", "join", "cancel"
 DEPTH = 200  # Python frames of direct recursion before the rest runs on a heap stack
@@ -62,175 +63,47 @@ class _Info:
         self.loop = False
 
 
-def _walk(expr):
-    """Every node of an expression (iteratively)."""
-    stack = [expr]
-    while stack:
-        x = stack.pop()
-        yield x
-        stack.extend(ir.ml_children(x))
-
-
-class Analysis:
-    """Which functions are plain or generators, pure or effectful; the globals' slots."""
+class Annotations:
+    """What the `ml-kinds` pass recorded (hpgrem/passes/ml_kinds.py): each function's kind,
+    purity and loop, the globals' slots, the globals each function reads and the functions it
+    refers to. The machine reads these annotations and computes none of them."""
 
     def __init__(self, module: ir.Module):
         self.info: dict[str, _Info] = {}
+        self.reads: dict[str, set[int]] = {}
+        self.refs: dict[str, set[str]] = {}
         for i, (key, fn) in enumerate(module.functions.items()):
-            self.info[key] = _Info(key, f"f{i}", fn)
-        self.globals: dict[str, int] = {}
-        calls: dict[str, set[str]] = {}
-        self.reads: dict[str, set[int]] = {}  # global slots each function reads
-        self.refs: dict[str, set[str]] = {}  # functions each one calls or makes closures of
-        unknown: set[str] = set()
-        escaping: set[str] = set()
-        effects: set[str] = set()
-        for key, fn in module.functions.items():
-            calls[key] = set()
-            self.reads[key] = set()
-            self.refs[key] = set()
-            for x in _walk(fn.body):
-                if isinstance(x, ir.CallKnown):
-                    calls[key].add(x.function)
-                    self.refs[key].add(x.function)
-                elif isinstance(x, ir.MakeClosure):
-                    escaping.add(x.function)
-                    self.refs[key].add(x.function)
-                elif isinstance(x, (ir.Apply, ir.Par)):
-                    unknown.add(key)
-                elif isinstance(x, ir.Prim) and x.op in ("print", "!", ":="):
-                    effects.add(key)
-                elif isinstance(x, (ir.SetGlobal, ir.Global)):
-                    slot = self.globals.setdefault(x.name, len(self.globals))
-                    if isinstance(x, ir.Global):
-                        self.reads[key].add(slot)
-        self.calls = calls
-        # purity: a fixpoint over known calls and unknown calls
-        impure = set(effects)
-        changed = True
-        while changed:
-            changed = False
-            any_escaping_impure = bool(impure & escaping)
-            for key in module.functions:
-                if key in impure:
-                    continue
-                if (key in unknown and any_escaping_impure) or calls[key] & impure:
-                    impure.add(key)
-                    changed = True
-        for key in impure:
-            self.info[key].pure = False
-        # plain functions: no unknown calls, no non-tail self calls, callees plain, no cycles
-        plain = {k for k in module.functions if k not in unknown and k != _entry(module)
-                 and not _non_tail_self_call(module.functions[k])}
-        changed = True
-        while changed:
-            changed = False
-            for k in list(plain):
-                if any(c not in plain for c in calls[k] if c != k):
-                    plain.discard(k)
-                    changed = True
-            for k in _on_cycles(plain, calls):
-                plain.discard(k)
-                changed = True
-        for k in plain:
-            self.info[k].gen = False
-        for k, fn in module.functions.items():
-            self.info[k].loop = _self_tail_call(fn)
-        # direct: generators that call only known functions (no closures, no par), transitively
-        direct = {k for k in module.functions if k not in plain and k not in unknown and k != _entry(module)}
-        changed = True
-        while changed:
-            changed = False
-            for k in list(direct):
-                if any(c not in direct and c not in plain for c in calls[k]):
-                    direct.discard(k)
-                    changed = True
-        for k in direct:
-            self.info[k].direct = True
-
-
-def _entry(module: ir.Module) -> str:
-    return module.entry.target if module.entry is not None else ""
-
-
-def _on_cycles(nodes: set[str], calls: dict[str, set[str]]) -> set[str]:
-    """Nodes on a cycle of length > 1 of the call graph restricted to `nodes`."""
-    import networkx as nx
-    g = nx.DiGraph()
-    g.add_nodes_from(nodes)
-    g.add_edges_from((a, b) for a in nodes for b in calls[a] if b in nodes and b != a)
-    out: set[str] = set()
-    for comp in nx.strongly_connected_components(g):
-        if len(comp) > 1:
-            out |= comp
-    return out
-
-
-def _tail_positions(fn: ir.Function):
-    """Yield (expr, is_tail) for the calls of a function body."""
-    stack = [(fn.body, True)]
-    while stack:
-        x, tail = stack.pop()
-        if isinstance(x, ir.CallKnown):
-            yield x, tail
-            stack.extend((a, False) for a in x.args)
-        elif isinstance(x, ir.If):
-            stack += [(x.cond, False), (x.then, tail), (x.else_, tail)]
-        elif isinstance(x, ir.Let):
-            stack += [(x.value, False), (x.body, tail)]
-        elif isinstance(x, ir.Sequence):
-            stack += [(e, False) for e in x.exprs[:-1]] + [(x.exprs[-1], tail)]
-        elif isinstance(x, ir.Switch):
-            stack.append((x.subject, False))
-            stack += [(e, tail) for _, e in x.cases]
-            stack += [(k, False) for k, _ in x.cases if not isinstance(k, (int, str))]
-            if x.default is not None:
-                stack.append((x.default, tail))
-        else:
-            for node in ir.ml_children(x):
-                stack.append((node, False))
-
-
-def _non_tail_self_call(fn: ir.Function) -> bool:
-    return any(c.function == fn.key and not tail for c, tail in _tail_positions(fn))
-
-
-def _self_tail_call(fn: ir.Function) -> bool:
-    return any(c.function == fn.key and tail for c, tail in _tail_positions(fn))
+            notes = module.annotations.get(key)
+            if notes is None or "kind" not in notes:
+                raise ValueError(f"function {key} has no ml-kinds annotations: compile the module with "
+                                 "hpgrem.pipeline (the machine runs no analysis of its own)")
+            info = self.info[key] = _Info(key, f"f{i}", fn)
+            info.gen = notes["kind"] != "plain"
+            info.direct = notes["kind"] == "direct"
+            info.pure = notes["pure"]
+            info.loop = notes["loop"]
+            self.reads[key] = set(notes["reads"])
+            self.refs[key] = set(notes["refs"])
+        names = module.annotation(ir.MODULE_FACTS, "globals", ())
+        self.globals: dict[str, int] = {name: slot for slot, name in enumerate(names)}
 
 
 # ---------------------------------------------------------------------------------------------
 # Code generation
 
 
-class _Emitter:
-    def __init__(self):
-        self.lines: list[str] = []
-        self.depth = 1
-        self.temps = 0
-
-    def emit(self, text: str) -> None:
-        for line in text.split("\n"):
-            self.lines.append("    " * self.depth + line)
-
-    def temp(self) -> str:
-        self.temps += 1
-        return f"_t{self.temps}"
-
-
-_ATOMIC_PREFIXES = ("_t", "v", "G[")
 
 
 class FunctionCompiler:
     """Compiles one function's body into Python statements."""
 
-    def __init__(self, analysis: Analysis, info: _Info, constants: dict, mode: str | None = None):
+    def __init__(self, analysis: Annotations, info: _Info, constants: dict, mode: str | None = None):
         self.a = analysis
         self.info = info
         # "gen" (a generator), "plain", or "direct" (the Python-recursive twin of a direct function)
         self.mode = mode or ("gen" if info.gen else "plain")
         self.fn = info.fn
-        self.out = _Emitter()
+        self.out = Emitter(depth=1)
         self.names: dict[str, str] = {}
         self.constants = constants
 
@@ -449,7 +322,7 @@ class FunctionCompiler:
                 for j, prev in enumerate(results):
                     if not _atomic(prev):
                         tmp = out.temp()
-                        out.lines.insert(mark, "    " * out.depth + f"{tmp} = {prev}")
+                        out.insert(mark, f"{tmp} = {prev}")
                         mark += 1
                         results[j] = tmp
             if atomic and not _atomic(r):
@@ -644,9 +517,9 @@ def _atomic(x: str) -> bool:
     return x.lstrip("-").isdigit()
 
 
-def generate(module: ir.Module) -> tuple[str, Analysis, dict]:
+def generate(module: ir.Module) -> tuple[str, Annotations, dict]:
     """The Python source of every function of `module`, its analysis and its constants."""
-    analysis = Analysis(module)
+    analysis = Annotations(module)
     constants: dict = {}
     parts = []
     old = sys.getrecursionlimit()
