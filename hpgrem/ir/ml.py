@@ -357,11 +357,6 @@ Expr = (Lit | Local | Global | MakeClosure | CallKnown | Apply | Prim | Construc
         | Packet | Par)
 
 
-def ml_children(e: Node) -> list[Node]:
-    """The sub-expressions of an ML expression node (switch keys that are expressions too)."""
-    return e.children()
-
-
 def substitute_locals(expr: Node, mapping: dict[str, Expr]) -> Node:
     """`expr` with each use of a local named in `mapping` replaced by its expression. Local
     names are unique within a function, so nothing can be captured."""

@@ -79,7 +79,7 @@ def _nodes(expr):
     while stack:
         x = stack.pop()
         yield x
-        stack.extend(ir.ml_children(x))
+        stack.extend(x.children())
 
 
 def _impure(functions, calls, unknown, escaping, effects) -> set[str]:
@@ -162,7 +162,7 @@ def _tail_calls(fn: ir.Function):
             if x.default is not None:
                 stack.append((x.default, tail))
         else:
-            stack.extend((node, False) for node in ir.ml_children(x))
+            stack.extend((node, False) for node in x.children())
 
 
 def _non_tail_self_call(fn: ir.Function) -> bool:

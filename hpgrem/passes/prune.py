@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from hpgrem.ir import CallKnown, MakeClosure, Module, calls_in, ml_children
+from hpgrem.ir import CallKnown, MakeClosure, Module, calls_in, walk
 
 
 @dataclass(frozen=True)
@@ -48,11 +48,8 @@ def _reachable_functions(module: Module) -> dict:
     todo = [module.entry.target]
     while todo:
         fn = module.functions.get(todo.pop())
-        stack: list = [fn.body] if fn is not None else []
-        while stack:
-            x = stack.pop()
+        for x in walk(fn.body) if fn is not None else ():
             if isinstance(x, (CallKnown, MakeClosure)) and x.function not in seen:
                 seen.add(x.function)
                 todo.append(x.function)
-            stack.extend(ml_children(x))
     return {k: f for k, f in module.functions.items() if k in seen}
