@@ -24,3 +24,8 @@ PRIMITIVES = TESTS | BODY
 
 def is_primitive(key: str) -> bool:
     return key in PRIMITIVES
+
+
+# The exceptions of the ML basis that compiled code names (`BasisException`); their values are
+# in pam/ml/values.py.
+ML_BASIS_EXCEPTIONS = ("Bind", "Match", "Div", "Overflow", "Subscript", "Empty", "Option", "Chr", "Size", "Fail")

@@ -14,6 +14,7 @@ import enum
 from dataclasses import dataclass, field
 
 from hpgrem.ir.core import IN, NL, NO_SPAN, OUT, Node, Rule, Span, inline, node, transform
+from hpgrem.primitives import ML_BASIS_EXCEPTIONS
 
 INT_MIN, INT_MAX = -(1 << 62), (1 << 62) - 1
 """The range of ML's `int` (63 bits, as Poly/ML's fixed-precision ints)."""
@@ -393,6 +394,8 @@ class Function(Rule):
             e, scope = stack.pop()
             if isinstance(e, Local) and e.name not in scope:
                 out.append(f"local {e.name} used outside its scope")
+            elif isinstance(e, BasisException) and e.name not in ML_BASIS_EXCEPTIONS:
+                out.append(f"unknown basis exception {e.name!r}")
             elif isinstance(e, (CallKnown, MakeClosure)):
                 callee = module.rules.get(e.function)
                 if callee is None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 
 from hpgrem import ir
+from hpgrem.primitives import ML_BASIS_EXCEPTIONS
 from pam.emit import Emitter
 
 FORK, JOIN, CANCEL = "fork", "join", "cancel"
@@ -414,6 +415,8 @@ class FunctionCompiler:
             con, arg = self.exprs((e.con, e.arg))
             return f"Packet({con}, {arg})"
         if isinstance(e, ir.BasisException):
+            if e.name not in ML_BASIS_EXCEPTIONS:  # never paste a name from an untrusted .hpg
+                raise ValueError(f"unknown basis exception {e.name!r}")
             return f"X_{e.name}"
         if isinstance(e, ir.NewException):
             return f"ExnCon({e.name!r}, {e.has_arg})"

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import uuid
 
+from hpgrem.primitives import ML_BASIS_EXCEPTIONS
+
 MAX_INT = (1 << 62) - 1
 MIN_INT = -(1 << 62)
 
@@ -67,8 +69,7 @@ class Packet(Exception):
         return f"Packet({self.con.name}, {self.arg!r})"
 
 
-BASIS_EXCEPTIONS: dict[str, ExnCon] = {name: ExnCon(name, name == "Fail", name) for name in (
-    "Bind", "Match", "Div", "Overflow", "Subscript", "Empty", "Option", "Chr", "Size", "Fail")}
+BASIS_EXCEPTIONS: dict[str, ExnCon] = {name: ExnCon(name, name == "Fail", name) for name in ML_BASIS_EXCEPTIONS}
 _BY_UID: dict = dict(BASIS_EXCEPTIONS)
 
 

@@ -1,0 +1,65 @@
+"""A `.hpg` file is untrusted input: no string in it may ever run as code.
+
+Every string field of compiled programs (both dialects) is replaced, one at a time, by a Python
+payload; the run must never execute it: either the loader or verifier refuses the file (exit 2),
+or the program runs with that string as data. (Some such files still end in an internal error,
+exit 70, when a well-typed field contradicts the program's data representation, such as a list
+built as a user datatype: the issue "Safe and sturdy" tracks that.)
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import io
+import json
+
+import pytest
+
+from hpgrem.cli import main
+from tests.conftest import ROOT
+
+PAYLOAD = "__import__('builtins').__setattr__('hpgrem_pwned', 1) or X_Div"
+PROGRAMS = ["examples/ml/exceptions.sml", "examples/ml/records.sml", "examples/parlog/nrev.par"]
+
+
+def _string_paths(x, path=()):
+    if isinstance(x, str):
+        yield path
+    elif isinstance(x, list):
+        for i, item in enumerate(x):
+            yield from _string_paths(item, path + (i,))
+    elif isinstance(x, dict):
+        for k, v in x.items():
+            if k not in ("kind", "format"):
+                yield from _string_paths(v, path + (k,))
+
+
+def _set(doc, path, value):
+    for step in path[:-1]:
+        doc = doc[step]
+    doc[path[-1]] = value
+
+
+def _run(args: list[str]) -> int:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return main(args)
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_no_string_of_an_hpg_file_runs_as_code(program, tmp_path):
+    hpg = tmp_path / "p.hpg"
+    assert _run(["compile", str(ROOT / program), "-o", str(hpg)]) == 0
+    doc = json.loads(hpg.read_text())
+    paths = list(_string_paths(doc))
+    assert len(paths) > 50
+    statuses = set()
+    for path in paths:
+        mutated = json.loads(json.dumps(doc))
+        _set(mutated, path, PAYLOAD)
+        bad = tmp_path / "bad.hpg"
+        bad.write_text(json.dumps(mutated))
+        status = _run(["run", str(bad), "--timeout", "5"])
+        assert not hasattr(builtins, "hpgrem_pwned"), f"the payload at {path} ran"
+        statuses.add(status)
+    assert 2 in statuses  # structural strings (keys, targets, names of rules) are refused
