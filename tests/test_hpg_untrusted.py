@@ -20,7 +20,7 @@ from hpgrem.cli import main
 from tests.conftest import ROOT
 
 PAYLOAD = "__import__('builtins').__setattr__('hpgrem_pwned', 1) or X_Div"
-PROGRAMS = ["examples/ml/exceptions.sml", "examples/ml/records.sml", "examples/parlog/nrev.par"]
+PROGRAMS = ["examples/ml/exceptions.sml", "examples/parlog/nrev.par"]
 
 
 def _string_paths(x, path=()):
