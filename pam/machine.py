@@ -32,10 +32,11 @@ from pam.transport.sim import Simulation
 class Output:
     """Program output, buffered; PE 0 owns it so that it keeps program order."""
 
-    def __init__(self, stream=None, limit: int = 256):
+    def __init__(self, stream=None, limit: int = 256, encoding: str = "utf-8"):
         self.stream = stream if stream is not None else sys.stdout
         self.parts: list[str] = []
         self.limit = limit
+        self.encoding = encoding  # used where the stream takes bytes (a terminal, a pipe, a file)
 
     def write(self, text: str) -> None:
         self.parts.append(text)
@@ -44,8 +45,14 @@ class Output:
 
     def flush(self) -> None:
         if self.parts:
-            self.stream.write("".join(self.parts))
+            text = "".join(self.parts)
             self.parts.clear()
+            buffer = getattr(self.stream, "buffer", None)
+            if buffer is not None:
+                self.stream.flush()
+                buffer.write(text.encode(self.encoding))
+            else:
+                self.stream.write(text)
         self.stream.flush()
 
 
@@ -71,7 +78,6 @@ class Machine:
         if module.entry is None:
             raise ValueError("the module has no entry goal")
         self.module = module
-        self.output = Output(stream)
         self.costs = costs
         self.max_steps = max_steps
         self.timeout = timeout
@@ -81,6 +87,7 @@ class Machine:
         self.topology = parse_topology(topology, pes)
         self.sim = Simulation(self.topology, costs, jitter, seed) if pes > 1 and comm is None else None
         self.runtime = runtime if runtime is not None else runtime_for(module)
+        self.output = Output(stream, encoding=getattr(self.runtime, "encoding", "utf-8"))
         self.pes: list[PE] = []
         self.procs: list[dict] = []  # each PE's steps by key
         numbers = [comm.Get_rank()] if comm is not None else range(pes)

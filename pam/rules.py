@@ -537,6 +537,7 @@ class ParlogRuntime:
     with the primitives onto each PE; goals are the task kind."""
 
     batch = 32  # steps a simulated PE runs between looks at its messages
+    encoding = "utf-8"
 
     def __init__(self, module: Module):
         self.module = module

@@ -21,6 +21,7 @@ RUNTIMES: dict[str, str] = {
 
 class Runtime(Protocol):
     batch: int  # steps a simulated PE runs between looks at its messages
+    encoding: str  # optional (UTF-8): how output becomes bytes on a byte stream (ML: a byte a char)
 
     def load(self, pe, timeout: float | None = None) -> dict:
         """The module's steps on `pe` by key (pam.step); registers what distribution needs.

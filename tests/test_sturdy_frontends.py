@@ -229,9 +229,6 @@ def test_a_string_gap_error_points_at_its_line(tmp_path):
     assert_error(r, "2:4", "string gap")
 
 
-@pytest.mark.xfail(strict=True, reason="ML output goes through a UTF-8 text stream (pam/machine.py "
-                                       "Output, sys.stdout), so a char 128-255 is written as two "
-                                       "bytes; Poly/ML writes the byte itself")
 def test_ml_prints_chars_over_127_as_single_bytes(tmp_path):
     path = tmp_path / "a.sml"
     path.write_text('val _ = print "\\200\\255\\u00E9";\n')

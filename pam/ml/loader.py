@@ -20,6 +20,7 @@ class MLRuntime:
     """A module's ML code, compiled once; `load(pe)` makes a PE's copy."""
 
     batch = 4  # steps a simulated PE runs between looks at its messages (a step: up to 100 calls)
+    encoding = "latin-1"  # an ML char is a byte: print writes it as one, as Poly/ML does
 
     def __init__(self, module: ir.Module):
         self.module = module
