@@ -275,6 +275,9 @@ def _syntax_error(err: UnexpectedInput, file: str, text: str) -> Diagnostic:
     if isinstance(err, UnexpectedToken):
         tok = err.token
         if tok.type == "$END":
+            if file == "<goal>":  # a goal needs no final '.': something in it is unfinished
+                return Diagnostic(_end_span(text, file), "syntax error: the goal ends too early "
+                                  "(an unclosed bracket, or an operator without its right operand?)")
             return Diagnostic(_end_span(text, file),
                               "syntax error: unexpected end of file (missing '.' after the last clause?)")
         return Diagnostic(Span(file, line, col),
