@@ -27,10 +27,16 @@ from pam.emit import Emitter
 
 FORK, JOIN, CANCEL = "fork", "join", "cancel"
 DEPTH = 200  # Python frames of direct recursion before the rest runs on a heap stack
-# Every iteration of a loop counts as a reduction; now and then it checks --timeout (a loop
-# inside one function would otherwise never give the PE loop a chance to).
-TICK = "calls[0] += 1\nif not calls[0] & 16383: tick()"
+# Every call of direct code and every iteration of a loop counts as a reduction; past POLL
+# uncounted ones, `tick` banks them and checks --timeout and --max-steps (direct code and loops
+# run inside one step of the PE loop, which could otherwise never stop them).
+POLL = 16383
+TICK = f"calls[0] += 1\nif calls[0] > {POLL}: tick()"
 LONG = 400  # characters of one generated expression before it is split into statements
+# Python refuses more than 100 levels of indentation and 20 nested try/while blocks: code nested
+# deeper than these goes into a helper function of its own (`FunctionCompiler.helper`).
+MAX_DEPTH = 40
+MAX_BLOCKS = 8
 
 # Inline templates of primitives of two arguments, by op; `{t}` is a fresh temporary.
 _CHECKED = "({t} if -4611686018427387904 <= ({t} := {a} {o} {b}) <= 4611686018427387903 else ovf())"
@@ -98,15 +104,25 @@ class Annotations:
 class FunctionCompiler:
     """Compiles one function's body into Python statements."""
 
-    def __init__(self, analysis: Annotations, info: _Info, constants: dict, mode: str | None = None):
+    def __init__(self, analysis: Annotations, info: _Info, constants: dict, mode: str | None = None,
+                 root: FunctionCompiler | None = None):
         self.a = analysis
         self.info = info
         # "gen" (a generator), "plain", or "direct" (the Python-recursive twin of a direct function)
         self.mode = mode or ("gen" if info.gen else "plain")
         self.fn = info.fn
         self.out = Emitter(depth=1)
-        self.names: dict[str, str] = {}
+        self.names: dict[str, str] = root.names if root is not None else {}
         self.constants = constants
+        self.blocks = 0  # try and while blocks open around the code being emitted
+        # A helper (code nested too deeply, compiled as a function of its own) belongs to the
+        # compiler of its function, which emits it after the function.
+        self.root = root if root is not None else self
+        self.helpers: list[str] = []
+
+    @property
+    def py_name(self) -> str:
+        return self.info.py + ("_d" if self.mode == "direct" else "")
 
     def local(self, name: str) -> str:
         py = self.names.get(name)
@@ -134,20 +150,70 @@ class FunctionCompiler:
         head = f"def {self.info.py}{'_d' if direct else ''}({', '.join((['d'] if direct else []) + params)}):"
         out = self.out
         if direct:  # a call counts as a reduction (each further iteration of its loop too)
-            out.emit("calls[0] += 1")
+            out.emit(TICK)
         if self.info.loop:
             out.emit("while True:")
             out.depth += 1
+            self.blocks += 1
         self.ret(self.fn.body)
         if self.mode == "gen":
             out.depth = 1
             out.emit("if 0: yield")
-        return "\n".join([head, *out.lines])
+        return "\n\n".join(["\n".join([head, *out.lines]), *self.helpers])
+
+    # ---- code nested too deeply for one Python function --------------------------------------
+    def too_deep(self, e) -> bool:
+        return (self.out.depth > MAX_DEPTH or self.blocks >= MAX_BLOCKS) and \
+            isinstance(e, (ir.If, ir.Switch, ir.Let, ir.Sequence, ir.Handle, ir.While))
+
+    def helper(self, e, tail: bool) -> str:
+        """Compile `e` as a module-level function of the locals it uses (and the depth, for
+        direct code) and return the Python expression that evaluates it here: its value, or in
+        tail position what the function returns (a tail call's generator, or `Again` for a self
+        tail call of a loop, which the function then continues). Indentation starts afresh."""
+        root = self.root
+        root.helpers.append("")  # its place: helpers it makes itself come after it
+        slot = len(root.helpers) - 1
+        name = f"{root.py_name}_h{slot}"
+        free = sorted({x.name for x in ir.walk(e) if isinstance(x, ir.Local)}
+                      - {x.name for x in ir.walk(e) if isinstance(x, (ir.Let, ir.Handle))})
+        params = (["d"] if self.mode == "direct" else []) + [self.local(n) for n in free]
+        sub = FunctionCompiler(self.a, self.info, self.constants, self.mode, root)
+        if tail:
+            sub.ret(e)
+        else:
+            result = sub.out.temp()
+            sub.assign(e, result)
+            sub.out.emit(f"return {result}")
+        if self.mode == "gen":
+            sub.out.emit("if 0: yield")
+        root.helpers[slot] = "\n".join([f"def {name}({', '.join(params)}):", *sub.out.lines])
+        call = f"{name}({', '.join(params)})"
+        return f"yield from {call}" if self.mode == "gen" else call
+
+    def ret_helper(self, e) -> None:
+        call = self.helper(e, tail=True)
+        if not (self.info.loop and self.root is self):
+            self.out.emit(f"return ({call})")
+            return
+        r = self.out.temp()  # a self tail call inside the helper continues the loop here
+        self.out.emit(f"{r} = {call}")
+        self.out.emit(f"if {r}.__class__ is Again:")
+        self.out.depth += 1
+        params = [self.local(p) for p in self.fn.params]
+        if params:
+            self.out.emit(f"{', '.join(params)}, = {r}.args")
+        self.out.emit(TICK)
+        self.out.emit("continue")
+        self.out.depth -= 1
+        self.out.emit(f"return {r}")
 
     # ---- tail position ------------------------------------------------------------------------
     def ret(self, e) -> None:
         out = self.out
-        if isinstance(e, ir.If):
+        if self.too_deep(e):
+            self.ret_helper(e)
+        elif isinstance(e, ir.If):
             c = self.expr(e.cond)
             out.emit(f"if {c}:")
             self.block(lambda: self.ret(e.then))
@@ -167,7 +233,9 @@ class FunctionCompiler:
         elif isinstance(e, ir.CallKnown):
             callee = self.a.info[e.function]
             args = self.exprs(e.args)
-            if e.function == self.fn.key and self.info.loop:
+            if e.function == self.fn.key and self.info.loop and self.root is not self:
+                out.emit(f"return Again(({''.join(a + ', ' for a in args)}))")
+            elif e.function == self.fn.key and self.info.loop:
                 params = [self.local(p) for p in self.fn.params]
                 if params:
                     out.emit(f"{', '.join(params)} = {', '.join(args)}")
@@ -205,10 +273,10 @@ class FunctionCompiler:
         if isinstance(e, ir.Raise):
             self.out.emit(f"raise {self.expr(e.exn)}")
             return
-        if isinstance(e, ir.While):
+        if isinstance(e, ir.While) and not self.too_deep(e):
             self.while_(e)
             return
-        if isinstance(e, (ir.If, ir.Switch, ir.Let, ir.Handle)):
+        if isinstance(e, (ir.If, ir.Switch, ir.Let, ir.Handle, ir.While)):
             self.assign(e, "_")
             return
         x = self.expr(e)
@@ -219,16 +287,20 @@ class FunctionCompiler:
         out = self.out
         out.emit("while True:")
         out.depth += 1
+        self.blocks += 1
         out.emit(TICK)
         c = self.expr(e.cond)
         out.emit(f"if not {c}: break")
         self.stmt(e.body)
+        self.blocks -= 1
         out.depth -= 1
 
     def assign(self, e, target: str) -> None:
         """Evaluate `e` into the Python variable `target`."""
         out = self.out
-        if isinstance(e, ir.If):
+        if self.too_deep(e):
+            out.emit(f"{target} = {self.helper(e, tail=False)}")
+        elif isinstance(e, ir.If):
             c = self.expr(e.cond)
             out.emit(f"if {c}:")
             self.block(lambda: self.assign(e.then, target))
@@ -244,6 +316,7 @@ class FunctionCompiler:
         elif isinstance(e, ir.Switch):
             self.switch(e, lambda branch: self.assign(branch, target))
         elif isinstance(e, ir.Handle):
+            self.blocks += 1
             out.emit("try:")
             self.block(lambda: self.assign(e.body, target))
             out.emit("except Packet as _p:")
@@ -252,6 +325,7 @@ class FunctionCompiler:
             out.emit("_p.__traceback__ = None")
             self.assign(e.handler, target)
             out.depth -= 1
+            self.blocks -= 1
         elif isinstance(e, ir.Raise):
             out.emit(f"raise {self.expr(e.exn)}")
         elif isinstance(e, ir.While):

@@ -12,7 +12,7 @@ from hpgrem import ir
 from pam.errors import LimitExceeded
 from pam.ml import codegen
 from pam.ml.codecs import codecs
-from pam.ml.task import STARTED, MLTask, MLTaskKind, make_nested, make_step
+from pam.ml.task import INNER, STARTED, MLTask, MLTaskKind, make_nested, make_step
 from pam.ml.values import BASIS_EXCEPTIONS, DIV, OVERFLOW, Closure, ExnCon, Packet
 
 
@@ -32,10 +32,10 @@ class MLRuntime:
         """Execute the code for `pe`; returns {"ml": the step of ML tasks} and keeps the namespace."""
         from pam.ml import basis
 
-        calls = [0]
-        tick = _ticker(timeout)
+        calls, banked = [0], [0]
+        tick = _ticker(pe, calls, banked, timeout)
         ns: dict = {
-            "calls": calls, "nested": make_nested(calls, tick), "tick": tick,
+            "calls": calls, "nested": make_nested(calls, tick), "tick": tick, "Again": Again,
             "Packet": Packet, "ExnCon": ExnCon, "Closure": Closure,
             "G": [None] * len(self.analysis.globals),
             "ovf": _overflow, "idiv": _idiv, "imod": _imod, "rdiv": _rdiv, "assign": _assign,
@@ -60,7 +60,7 @@ class MLRuntime:
                 ns[name] = Closure(fn, (), fkey, info.gen, info.pure)
             else:
                 ns[name] = _closure_maker(fn, fkey, info.gen, info.pure)
-        step = make_step(pe, basis.exn_message, calls)
+        step = make_step(pe, basis.exn_message, calls, banked)
         place = self.places[pe.number] = MLPlace(self, ns, step)
         if pe.net is not None:
             pe.net.add_kind(MLTaskKind(place))
@@ -132,16 +132,32 @@ def _closure_maker(fn, key: str, gen: bool, pure: bool):
     return lambda env: Closure(fn, env, key, gen, pure)
 
 
-def _ticker(timeout: float | None):
-    """What a long loop calls now and then: it stops the run when --timeout has passed."""
-    if timeout is None:
-        return lambda: None
-    deadline = time.monotonic() + timeout
+def _ticker(pe, calls: list, banked: list, timeout: float | None):
+    """What direct code and loops call when they have counted POLL reductions without
+    returning to the PE loop: bank the count, and stop the run when --timeout has passed or
+    the reductions made within this step amount to more than --max-steps steps (an ML step
+    being up to INNER of them)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
 
     def tick():
-        if time.monotonic() > deadline:
+        banked[0] += calls[0]
+        calls[0] = 0
+        if deadline is not None and time.monotonic() > deadline:
             raise LimitExceeded(f"time limit of {timeout:g} s reached (--timeout)")
+        limit = pe.max_steps
+        if limit is not None and pe.steps + banked[0] // INNER >= limit:
+            raise LimitExceeded(f"step limit reached after {limit} steps (--max-steps {limit})")
     return tick
+
+
+class Again:
+    """What a helper of a looping function (code nested too deeply, pam/ml/codegen.py) returns
+    for a self tail call: the arguments the loop goes on with."""
+
+    __slots__ = ("args",)
+
+    def __init__(self, args: tuple):
+        self.args = args
 
 
 def _primitive(basis, op: str):

@@ -78,7 +78,8 @@ class MLTaskKind:
 def make_nested(calls: list, tick):
     """The driver of direct code that went deeper than Python recursion may: it runs a frame
     stack on the heap to the end (direct functions never fork) and returns the result or
-    raises the exception. `calls[0]` counts its transitions as the direct code counts calls."""
+    raises the exception. `calls[0]` counts its transitions as the direct code counts calls,
+    and `tick()` checks the limits now and then."""
     GEN = GeneratorType
 
     def nested(gen):
@@ -88,6 +89,8 @@ def make_nested(calls: list, tick):
         while True:
             n += 1
             if not n & 16383:
+                calls[0] += n
+                n = 0
                 tick()
             try:
                 if exc is None:
@@ -123,17 +126,19 @@ def make_nested(calls: list, tick):
     return nested
 
 
-def make_step(pe, describe, calls: list):
-    """The `proc` of ML tasks on `pe`; `describe(packet)` is the text of an uncaught exception."""
+def make_step(pe, describe, calls: list, banked: list):
+    """The `proc` of ML tasks on `pe`; `describe(packet)` is the text of an uncaught exception.
+    Direct code counts its calls in `calls[0]`, and `tick` moves them to `banked[0]` now and
+    then (pam/ml/loader.py)."""
     GEN = GeneratorType
     stats = pe.stats
     ready = pe.ready
 
     def account(transitions: int) -> None:
         """The PE loop counts one reduction per step; a step made `transitions` of them, and
-        direct code counted its calls in `calls[0]`."""
-        transitions += calls[0]
-        calls[0] = 0
+        direct code counted its calls."""
+        transitions += calls[0] + banked[0]
+        calls[0] = banked[0] = 0
         stats.reductions += transitions
         pe.instructions += transitions * TRANSITION_COST
 
