@@ -15,6 +15,7 @@ from collections import deque
 
 from pam.distribution import RemoteReader
 from pam.errors import LimitExceeded, ProgramFailure
+from pam.limits import Deadline
 from pam.stats import PEStats
 from pam.task import AndGroup, Placed, Seq, Task
 from pam.terms import Var, unbound_vars, var_name
@@ -34,11 +35,17 @@ class PE:
         self.output = output
         self.max_steps = max_steps
         self.timeout = timeout
+        # the run's deadline (pam.limits), shared by the PEs of a machine; between batches the
+        # loop looks at it, and a watchdog stops a run that is inside a slow step
+        self.deadline = None if timeout is None else Deadline(timeout)
         self.stats = PEStats(number)
         self.steps = 0
         self.instructions = 0
-        self.started = time.monotonic()
         self.net = None  # the PE's side of distribution (pam.distribution), None on one PE
+        # A step that loops (a self tail call run inside its step function) shares the time
+        # slice: before each call meter[0] is how many more reductions it may run itself; it
+        # leaves in meter[1] how many it ran, which the loop counts as reductions.
+        self.meter = [0, 0]
         # Other event sources, polled at every turn of the driver (pam.driver): each returns
         # True while it waits for an event outside the PE (the PE is then not passive).
         self.hooks: list = []
@@ -174,9 +181,10 @@ class PE:
         if limit is not None:
             limit -= self.steps
         next_check = check_every if limit is None else min(check_every, limit)
-        deadline = None if self.timeout is None else self.started + self.timeout
+        deadline = None if self.deadline is None else self.deadline.at
         finish = self.finish
         park = self.park
+        meter = self.meter
         t = None
         try:
             while ready:
@@ -186,7 +194,14 @@ class PE:
                     calls += 1
                     proc = t.proc
                     instructions += proc.cost
+                    meter[0] = slice_left - 1
                     r = proc(t)
+                    if meter[1]:
+                        extra = meter[1]
+                        meter[1] = 0
+                        calls += extra
+                        instructions += extra * proc.cost
+                        slice_left -= extra
                     if r is None:
                         g = t.group
                         if g is not None:
@@ -198,7 +213,7 @@ class PE:
                         break
                     t = r  # it continues
                     slice_left -= 1
-                    if not slice_left:
+                    if slice_left <= 0:
                         # a pause for limits or messages: resume it first, as a kind that
                         # resumes first always does; otherwise its time slice is up: to the back
                         if calls >= next_check or t.resume_first:
@@ -211,7 +226,7 @@ class PE:
                         raise LimitExceeded(f"step limit reached after {self.max_steps} steps "
                                             f"(--max-steps {self.max_steps})")
                     if deadline is not None and time.monotonic() > deadline:
-                        raise LimitExceeded(f"time limit of {self.timeout:g} s reached (--timeout)")
+                        raise LimitExceeded(self.deadline.message())
                     if budget is not None and calls >= budget:
                         break
                     next_check = calls + check_every
