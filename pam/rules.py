@@ -17,6 +17,7 @@ from __future__ import annotations
 from hpgrem.ir import (Atom, Call, Clause, Float, Int, Module, Relation, Struct, Term, Var,
                        calls_in)
 from pam import primitives
+from pam.costs import DEFAULT
 from pam.emit import Emitter
 from pam.errors import ProgramFailure
 from pam.goal import Goal, GoalKind
@@ -42,6 +43,7 @@ INT_BINARY = {"+": "({} + {})", "-": "({} - {})", "*": "({} * {})", "min": "min(
               "max": "max({}, {})", "mod": "({} % {})", "/\\": "({} & {})", "\\/": "({} | {})"}
 INT_UNARY = {"-": "(-{})", "abs": "abs({})"}
 DEEP = 24  # nesting depth above which built terms go through temporaries (Python's parser limit)
+LONG = 500  # list literals longer than this are built a chunk of lines at a time
 
 
 def to_runtime(term: Term):
@@ -79,15 +81,48 @@ def is_ground(term: Term) -> bool:
     return True
 
 
-class RuleCompiler:
-    """Generates the step functions of a module's relations."""
+class Shape:
+    """The code shapes the passes asked for, for one relation (docs/passes.md): each is an
+    annotation, absent at -O0, so -O0 gives the plain shape."""
 
-    def __init__(self, module: Module):
+    __slots__ = ("switch", "share", "loop", "dest", "arith_tasks")
+
+    def __init__(self, notes: dict):
+        self.switch: int | None = notes.get("switch")  # index-rules
+        self.share = bool(notes.get("share"))  # index-rules: shared matching and complementary guards
+        self.loop = bool(notes.get("loop"))  # tail-loop
+        self.dest: int | None = notes.get("dest") if self.loop else None  # dest-passing (needs the loop)
+        self.arith_tasks = bool(notes.get("arith_tasks"))  # order-nodes
+
+
+def principal(pat: Term):
+    """The key a switch dispatches a head pattern on (None: a variable matches anything)."""
+    if isinstance(pat, Var):
+        return None
+    if isinstance(pat, Atom):
+        return ("atom", pat.name)
+    if isinstance(pat, Int):
+        return ("int", pat.value)
+    if isinstance(pat, Float):
+        return ("float", repr(pat.value))
+    if pat.name == "[|]" and len(pat.args) == 2:
+        return ("cons",)
+    return ("struct", pat.name, len(pat.args))
+
+
+class RuleCompiler:
+    """Generates the step functions of a module's relations. With `counting`, the code also
+    counts clause tries, guard tests and enqueues into the PE's statistics (for measuring the
+    passes; it costs time, so runs are not counted by default)."""
+
+    def __init__(self, module: Module, counting: bool = False):
         self.module = module
+        self.counting = counting
         self.consts: dict[str, object] = {}
         self.const_names: dict[tuple, str] = {}
         self.proc_names = {key: f"R{i}" for i, key in enumerate(module.relations)}
         self.out = Emitter()
+        self.later: list[list[str]] = []  # steps made for one call site, emitted after their relation
         self.source = self._generate()
 
     # -- constants ------------------------------------------------------------------------------
@@ -113,6 +148,10 @@ class RuleCompiler:
             return repr(term.value)
         return self.const("term", term, lambda: to_runtime(term))
 
+    def count(self, what: str) -> None:
+        if self.counting:
+            self.out(f"ST.{what} += 1")
+
     # -- the module -----------------------------------------------------------------------------
     def _generate(self) -> str:
         e = self.out
@@ -120,11 +159,15 @@ class RuleCompiler:
         e.indent()
         for name in ("Var", "Struct", "Cons", "Goal", "Seq", "Placed", "declare", "deref", "match_eq", "from_list",
                      "put", "wake", "spawn", "park_new", "push", "susp1", "fail_goal", "fail_output",
-                     "arith_test", "INLINE", "PROCS", "CONSTS"):
+                     "arith_test", "INLINE", "PROCS", "CONSTS", "METER", "ST", "PRIMITIVE_COST"):
             e(f"{name} = RT['{name}']")
         e("globals().update(CONSTS)")
         for key, rel in self.module.relations.items():
             self.relation(rel)
+            for lines in self.later:
+                for line in lines:
+                    e(line)
+            self.later = []
         e("return {" + ", ".join(f"{key!r}: {p}" for key, p in self.proc_names.items()) + "}")
         return "\n".join(e.lines) + "\n"
 
@@ -134,6 +177,7 @@ class RuleCompiler:
         if notes is None or "cost" not in notes:
             raise ValueError(f"relation {rel.key} has no granularity annotations: compile the module with "
                              "hpgrem.pipeline (the machine runs no analysis of its own)")
+        shape = Shape(notes)
         e(f"@declare({rel.name!r}, {rel.arity}, {int(notes['cost'])}, key={rel.key!r}, "
           f"exportable={bool(notes['exportable'])}, needs={rel.inputs!r})")
         e(f"def {self.proc_names[rel.key]}(t):")
@@ -143,46 +187,252 @@ class RuleCompiler:
             e("a0, = t.args")
         elif n:
             e(", ".join(f"a{i}" for i in range(n)) + " = t.args")
+        code = _RelationCode(self, rel, shape)
+        code.emit()
+        e.dedent()
+        lift = notes.get("lift")
+        if lift is not None:  # lift: the size argument and the estimate's base (pam/goal.py reads them)
+            e(f"{self.proc_names[rel.key]}.lift = {tuple(lift)!r}")
+
+
+class _RelationCode:
+    """The body of one relation's step function: the search groups, each a decision graph
+    (a switch on one argument, shared matching) or clauses one after another; with a loop, the
+    whole inside `while True:`, a self tail call going round again."""
+
+    def __init__(self, rc: RuleCompiler, rel: Relation, shape: Shape):
+        self.rc = rc
+        self.rel = rel
+        self.shape = shape
+        self.e = rc.out
+        self.blocks = 0  # `while True:` blocks around the code being emitted, inside the loop
+
+    def args(self) -> str:
+        return "(" + "".join(f"a{i}, " for i in range(self.rel.arity)) + ")"
+
+    def close_hole(self) -> None:
+        """The list cell built in place still has no tail: give it a variable, which is the
+        output argument from now on."""
+        d = self.shape.dest
+        if d is not None:
+            self.e(f"if d{d} is not None:")
+            self.e(f"    a{d} = d{d}.tail = Var()")
+            self.e(f"    d{d} = None")
+
+    def leave(self) -> None:
+        """Before the step returns anything but its loop state: the task holds this iteration's
+        goal and the PE learns the reductions the loop ran."""
+        if not self.shape.loop:
+            return
+        self.close_hole()
+        e = self.e
+        e("if n:")
+        e("    METER[1] = n")
+        e(f"    t.args = {self.args()}")
+        e("    t.site = ls")
+
+    def emit(self) -> None:
+        e, rel, shape = self.e, self.rel, self.shape
+        if shape.loop:
+            e("n = 0")
+            e("m = METER[0]")
+            e("lp = False")
+            e("ls = None")
+            if shape.dest is not None:
+                e(f"d{shape.dest} = None")
+            e("while True:")
+            e.indent()
         # Dereference each input argument once, if some clause looks inside it.
         for i, mode in enumerate(rel.modes):
             if mode == "?" and any(not isinstance(c.head[i], Var) for g in rel.groups for c in g):
+                if shape.dest is not None:  # only a call whose input holds its own output meets the hole
+                    e(f"if a{i} is None:")
+                    e(f"    a{shape.dest} = d{shape.dest}.tail = Var()")
+                    e(f"    d{shape.dest} = None")
+                    e(f"    a{i} = a{shape.dest}")
                 e(f"if type(a{i}) is Var: a{i} = deref(a{i})")
         e("s = None")
         for group in rel.groups:
-            for clause in group:
-                _ClauseCode(self, rel, clause).emit()
-            e("if s is not None: return s")
+            if shape.switch is not None and any(principal(c.head[shape.switch]) for c in group):
+                self.switch(group, shape.switch)
+            else:
+                self.clauses([(c, None) for c in group])
+            e("if s is not None:")
+            e.indent()
+            self.leave()
+            e("return s")
+            e.dedent()
+        self.leave()
         e("raise fail_goal(t)")
+        if shape.loop:
+            e.dedent()
+
+    def switch(self, group, k: int) -> None:
+        """One test of argument k picks the clauses that can match; a variable there suspends
+        the clauses that need its structure (once), in their place among the others."""
+        e = self.e
+        x = f"a{k}"
+        keys: list = []
+        for c in group:
+            key = principal(c.head[k])
+            if key is not None and key not in keys:
+                keys.append(key)
+        first = True
+        for key in keys:
+            e(("if " if first else "elif ") + self.key_test(key, x) + ":")
+            first = False
+            e.indent()
+            self.clauses([(c, key) for c in group if principal(c.head[k]) in (key, None)])
+            e.dedent()
+        e(f"elif type({x}) is Var:")
+        e.indent()
+        suspended = False
+        todo = []
+        for c in group:
+            if principal(c.head[k]) is None:
+                todo.append((c, None))
+            elif not suspended:
+                suspended = True
+                self.clauses(todo)
+                todo = []
+                e(f"s = susp1(s, {x})")
+        self.clauses(todo)
+        e("pass")
         e.dedent()
+        rest = [(c, None) for c in group if principal(c.head[k]) is None]
+        if rest:
+            e("else:")
+            e.indent()
+            self.clauses(rest)
+            e.dedent()
+
+    def key_test(self, key, x: str) -> str:
+        kind = key[0]
+        if kind == "cons":
+            return f"type({x}) is Cons"
+        if kind == "atom":
+            return f"{x} is {self.rc.atom(key[1])}"
+        if kind == "int":
+            return f"type({x}) is int and {x} == {key[1]!r}"
+        if kind == "float":
+            return f"type({x}) is float and {x} == {key[1]}"
+        return f"type({x}) is Struct and {x}.name is {self.rc.atom(key[1])} and len({x}.args) == {key[2]}"
+
+    def clauses(self, items: list) -> None:
+        """Clauses of one group in order, `known` being the key a switch already tested. With
+        `share`, neighbours whose input patterns are the same match once."""
+        i = 0
+        while i < len(items):
+            j = i + 1
+            if self.shape.share:
+                while j < len(items) and items[j][1] == items[i][1] and \
+                        self.inputs_of(items[j][0]) == self.inputs_of(items[i][0]):
+                    j += 1
+            if j - i == 1:
+                self.clause_block(items[i])
+            else:
+                self.shared_block(items[i:j])
+            i = j
+
+    def inputs_of(self, clause: Clause) -> tuple:
+        return tuple(p for m, p in zip(self.rel.modes, clause.head) if m == "?")
+
+    def after_block(self) -> None:
+        """After a block that may have looped back: go round (or out of the enclosing block)."""
+        if not self.shape.loop:
+            return
+        e = self.e
+        if self.blocks:
+            e("if lp: break")
+        else:
+            e("if lp:")
+            e("    lp = False")
+            e("    continue")
+
+    def clause_block(self, item) -> None:
+        clause, known = item
+        e = self.e
+        e("while True:")
+        e.indent()
+        self.blocks += 1
+        self.rc.count("clause_tries")
+        code = _ClauseCode(self, clause)
+        code.match_head(self.shape.switch if known else None)
+        code.guards(clause.guard)
+        code.commit()
+        self.blocks -= 1
+        e.dedent()
+        self.after_block()
+
+    def shared_block(self, items) -> None:
+        """Clauses with the same input patterns: one match; then each clause's guard and
+        commit, a complementary pair of one-test guards deciding with one test."""
+        e = self.e
+        e("while True:")
+        e.indent()
+        self.blocks += 1
+        self.rc.count("clause_tries")
+        first = _ClauseCode(self, items[0][0])
+        first.match_head(self.shape.switch if items[0][1] else None)
+        i = 0
+        while i < len(items):
+            clause = items[i][0]
+            code = _ClauseCode(self, clause, bound=set(first.bound), temps=first.temps)
+            if i + 1 < len(items) and code.complementary(items[i + 1][0]):
+                code.complementary_pair(items[i + 1][0], first)
+                i += 2
+                continue
+            if i:
+                self.rc.count("clause_tries")
+            e("while True:")
+            e.indent()
+            self.blocks += 1
+            code.guards(clause.guard)
+            code.commit()
+            self.blocks -= 1
+            e.dedent()
+            self.after_block()
+            i += 1
+        e("break")
+        self.blocks -= 1
+        e.dedent()
+        self.after_block()
+
+
+COMPLEMENTS = {"=:=/2": "=\\=/2", "=\\=/2": "=:=/2", "</2": ">=/2", ">=/2": "</2", ">/2": "=</2", "=</2": ">/2"}
 
 
 class _ClauseCode:
-    """The code of one clause inside its relation's step function: a `while True:` block that
-    `break`s to the next clause on mismatch or suspension and `return`s on commit."""
+    """The code of one clause inside its relation's step function: inside a `while True:`
+    block that `break`s to the next clause on mismatch or suspension and `return`s on commit
+    (or, looping, goes round again)."""
 
-    def __init__(self, rc: RuleCompiler, rel: Relation, clause: Clause):
-        self.rc = rc
-        self.rel = rel
+    def __init__(self, rel_code: _RelationCode, clause: Clause, bound: set | None = None, temps: int = 0):
+        self.code = rel_code
+        self.rc = rel_code.rc
+        self.rel = rel_code.rel
+        self.shape = rel_code.shape
         self.clause = clause
-        self.e = rc.out
-        self.bound: set[int] = set()
-        self.temps = 0
+        self.e = self.rc.out
+        self.bound: set[int] = bound if bound is not None else set()
+        self.temps = temps
+        self.arith_steps: dict[int, str | None] = {}  # id of an `is` call -> its own step
 
     def temp(self) -> str:
         self.temps += 1
         return f"x{self.temps}"
 
-    def emit(self) -> None:
-        e = self.e
-        e("while True:")
-        e.indent()
+    def match_head(self, known: int | None) -> None:
+        """One-way matching of the `?` arguments; `known`: the switch already tested that one's
+        principal functor."""
         for i, (mode, pat) in enumerate(zip(self.rel.modes, self.clause.head)):
             if mode == "?":
-                self.match(pat, f"a{i}")
-        for g in self.clause.guard:
+                self.match(pat, f"a{i}", tested=(i == known))
+
+    def guards(self, guard) -> None:
+        for g in guard:
+            self.rc.count("guard_tests")
             self.guard(g)
-        self.commit()
-        e.dedent()
 
     # -- matching -------------------------------------------------------------------------------
     def suspend_or_break(self, x: str) -> None:
@@ -192,8 +442,9 @@ class _ClauseCode:
         e("break")
         e.dedent()
 
-    def match(self, pat: Term, x: str) -> None:
-        """Match the dereferenced value in `x` against `pat` (one way: binds clause variables only)."""
+    def match(self, pat: Term, x: str, tested: bool = False) -> None:
+        """Match the dereferenced value in `x` against `pat` (one way: binds clause variables
+        only); `tested`: its principal functor is known to be the pattern's."""
         e = self.e
         if isinstance(pat, Var):
             if pat.index in self.bound:
@@ -206,36 +457,54 @@ class _ClauseCode:
                 self.bound.add(pat.index)
             return
         if isinstance(pat, Atom):
-            e(f"if {x} is not {self.rc.atom(pat.name)}:")
-            self.suspend_or_break(x)
+            if not tested:
+                e(f"if {x} is not {self.rc.atom(pat.name)}:")
+                self.suspend_or_break(x)
             return
         if isinstance(pat, (Int, Float)):
-            kind = "int" if isinstance(pat, Int) else "float"
-            e(f"if type({x}) is not {kind} or {x} != {pat.value!r}:")
-            self.suspend_or_break(x)
+            if not tested:
+                kind = "int" if isinstance(pat, Int) else "float"
+                e(f"if type({x}) is not {kind} or {x} != {pat.value!r}:")
+                self.suspend_or_break(x)
             return
         assert isinstance(pat, Struct)
         if pat.name == "[|]" and len(pat.args) == 2:
-            e(f"if type({x}) is not Cons:")
-            self.suspend_or_break(x)
+            if not tested:
+                e(f"if type({x}) is not Cons:")
+                self.suspend_or_break(x)
             parts = [(pat.args[0], f"{x}.head"), (pat.args[1], f"{x}.tail")]
         else:
-            e(f"if type({x}) is not Struct or {x}.name is not {self.rc.atom(pat.name)} "
-              f"or len({x}.args) != {len(pat.args)}:")
-            self.suspend_or_break(x)
+            if not tested:
+                e(f"if type({x}) is not Struct or {x}.name is not {self.rc.atom(pat.name)} "
+                  f"or len({x}.args) != {len(pat.args)}:")
+                self.suspend_or_break(x)
             names = [self.temp() for _ in pat.args]
             e(", ".join(names) + (", = " if len(names) == 1 else " = ") + f"{x}.args")
             parts = list(zip(pat.args, names))
+        dest = self.shape.dest
         for sub, src in parts:
             if isinstance(sub, Var) and sub.index not in self.bound:
                 e(f"v{sub.index} = {src}")
+                if dest is not None and src.endswith(".tail"):  # the hole of a list built in place
+                    self.fill_hole(f"v{sub.index}")
                 self.bound.add(sub.index)
                 continue
             y = self.temp() if "." in src else src
             if y != src:
                 e(f"{y} = {src}")
+            if dest is not None and src.endswith(".tail"):
+                self.fill_hole(y)
             e(f"if type({y}) is Var: {y} = deref({y})")
             self.match(sub, y)
+
+    def fill_hole(self, x: str) -> None:
+        """A tail read as None is the cell this loop is building (the call's input holds its own
+        output): it gets its variable now, as at -O0 it would have had one."""
+        d = self.shape.dest
+        e = self.e
+        e(f"if {x} is None:")
+        e(f"    {x} = a{d} = d{d}.tail = Var()")
+        e(f"    d{d} = None")
 
     # -- guards ---------------------------------------------------------------------------------
     def guard(self, g: Call) -> None:
@@ -271,43 +540,100 @@ class _ClauseCode:
         else:  # the front end admits nothing else in a guard
             raise AssertionError(f"unexpected guard {key}")
 
+    def generic_comparison(self, g: Call) -> None:
+        e = self.e
+        e(f"r = arith_test({g.target.split('/')[0]!r}, {self.build(g.args[0])}, "
+          f"{self.build(g.args[1])}, {self.rc.site(g.span)})")
+        e("if r is not True:")
+        e("    if r is not False: s = susp1(s, *r)")
+        e("    break")
+
     def comparison(self, g: Call) -> None:
         """Integer arithmetic compares inline; anything else goes through the evaluator."""
         e = self.e
         op = COMPARISONS[g.target]
         fast = self.int_arith(g.args)
-        generic = [
-            f"r = arith_test({g.target.split('/')[0]!r}, {self.build(g.args[0])}, "
-            f"{self.build(g.args[1])}, {self.rc.site(g.span)})",
-            "if r is not True:",
-            "    if r is not False: s = susp1(s, *r)",
-            "    break",
-        ]
         if fast is None:
-            for line in generic:
-                e(line)
+            self.generic_comparison(g)
             return
         (x, y), check = fast
         e(f"if {check}:")
         e(f"    if not ({x} {op} {y}): break")
         e("else:")
         e.indent()
-        for line in generic:
-            e(line)
+        self.generic_comparison(g)
         e.dedent()
+
+    def complementary(self, other: Clause) -> bool:
+        """This clause and the next both have one comparison of the same operands as guard,
+        the one holding exactly when the other does not (on integers)."""
+        a, b = self.clause.guard, other.guard
+        return (self.shape.share and len(a) == 1 and len(b) == 1 and COMPLEMENTS.get(a[0].target) == b[0].target
+                and a[0].args == b[0].args and not any(isinstance(n, Float) for t in a[0].args for n in _nodes(t)))
+
+    def complementary_pair(self, other: Clause, first: _ClauseCode) -> None:
+        """`A <- X op Y : ...` then `B <- X op' Y : ...` with the same match: integers decide
+        both with one test; anything else tests each clause in turn as usual."""
+        e = self.e
+        g = self.clause.guard[0]
+        self.rc.count("guard_tests")
+        fast = self.int_arith(g.args)
+        second = _ClauseCode(self.code, other, bound=set(first.bound), temps=self.temps)
+        if fast is not None:
+            (x, y), check = fast
+            e(f"if {check}:")
+            e.indent()
+            e(f"if {x} {COMPARISONS[g.target]} {y}:")
+            e.indent()
+            self.commit()
+            e.dedent()
+            e("else:")
+            e.indent()
+            self.rc.count("clause_tries")
+            second.commit()
+            e.dedent()
+            e.dedent()
+            e("else:")
+            e.indent()
+        for clause in (self.clause, other):
+            code = _ClauseCode(self.code, clause, bound=set(first.bound), temps=self.temps + 20)
+            e("while True:")
+            e.indent()
+            self.code.blocks += 1
+            code.generic_comparison(code.clause.guard[0])
+            code.commit()
+            self.code.blocks -= 1
+            e.dedent()
+            self.code.after_block()
+        if fast is not None:
+            e.dedent()
 
     def int_arith(self, exprs) -> tuple[list[str], str] | None:
         """Python expressions for arithmetic `exprs` valid when every variable in them holds an
         integer, and the test that says so; None when some operator has no plain-int meaning
         here (division rounds differently, `mod` may divide by zero) or a variable is new."""
         leaves: dict[int, str] = {}
+        out = self.int_expressions(exprs, leaves)
+        if out is None:
+            return None
+        exprs_text, nonzero = out
+        for index, x in leaves.items():
+            self.e(f"{x} = v{index}")
+            self.e(f"if type({x}) is Var: {x} = deref({x})")
+        checks = [f"type({x}) is int" for x in leaves.values()] + [f"{b} != 0" for b in nonzero]
+        return exprs_text, " and ".join(checks)
+
+    def int_expressions(self, exprs, leaves: dict, bound: set | None = None):
+        """The Python text of integer `exprs` over the temporaries `leaves` names (variable
+        number -> temporary), and the divisors that must not be zero; None when not plain."""
+        bound = self.bound if bound is None else bound
         nonzero: list[str] = []
 
         def expr(t) -> str | None:
             if isinstance(t, Int):
                 return repr(t.value)
             if isinstance(t, Var):
-                if t.index not in self.bound:
+                if t.index not in bound:
                     return None
                 if t.index not in leaves:
                     leaves[t.index] = self.temp()
@@ -327,11 +653,7 @@ class _ClauseCode:
         out = [expr(x) for x in exprs]
         if any(x is None for x in out) or not leaves:
             return None
-        for index, x in leaves.items():
-            self.e(f"{x} = v{index}")
-            self.e(f"if type({x}) is Var: {x} = deref({x})")
-        checks = [f"type({x}) is int" for x in leaves.values()] + [f"{b} != 0" for b in nonzero]
-        return out, " and ".join(checks)
+        return out, nonzero
 
     def is_new(self, term: Term) -> bool:
         return isinstance(term, Var) and term.index not in self.bound
@@ -370,17 +692,74 @@ class _ClauseCode:
                 items.append(tail.args[0])
                 tail = tail.args[1]
             if len(items) > 4:
+                if len(items) > LONG:  # a long list literal: built by a loop of lines, not one expression
+                    return self.long_list(items, tail, level)
                 elems = ", ".join(self._expr(i, level + 1) for i in items)
                 return f"from_list([{elems}], {self._expr(tail, level + 1)})"
             return f"Cons({self._expr(t.args[0], level + 1)}, {self._expr(t.args[1], level + 1)})"
         args = ", ".join(self._expr(a, level + 1) for a in t.args)
         return f"Struct({self.rc.atom(t.name)}, ({args},))"
 
+    def long_list(self, items: list, tail: Term, level: int) -> str:
+        """The elements go into a Python list a chunk of lines at a time (one line of 20,000
+        elements would be one huge expression)."""
+        x = self.temp()
+        self.e(f"{x} = []")
+        for i in range(0, len(items), LONG):
+            elems = ", ".join(self._expr(item, level + 1) for item in items[i:i + LONG])
+            self.e(f"{x} += [{elems}]")
+        return f"from_list({x}, {self._expr(tail, level + 1)})"
+
     # -- commit ---------------------------------------------------------------------------------
+    def self_call(self) -> Call | None:
+        """The self call this clause loops back with, if the relation loops and the body is
+        flat with the self call first among its tasks."""
+        if not self.shape.loop:
+            return None
+        body = self.clause.body
+        calls = calls_in(body)
+        if body is None or any(c.placement is not None for c in calls) or not (
+                isinstance(body, Call) or (body.op == "," and all(isinstance(p, Call) for p in body.parts))):
+            return None
+        for c in calls:
+            if c.target in self.rc.module.relations:
+                return c if c.target == self.rel.key else None
+            if c.target not in primitives.INLINE:
+                return None
+        return None
+
+    def dest_shape(self, call: Call | None) -> str | None:
+        """How this clause gives the output built in place: "pass" (`V` on to the self call),
+        "cons" (`[E|V]`, V the self call's), or None (the general way, after closing the hole)."""
+        d = self.shape.dest
+        if d is None or call is None:
+            return None
+        out, passed = self.clause.head[d], call.args[d]
+        if not isinstance(passed, Var) or passed.index in self.bound:
+            return None
+        uses = sum(1 for t in (*self.clause.head, *[a for c in calls_in(self.clause.body) for a in c.args])
+                   for n in _nodes(t) if isinstance(n, Var) and n.index == passed.index)
+        if uses != 2 or any(isinstance(n, Var) and n.index == passed.index for g in self.clause.guard
+                            for a in g.args for n in _nodes(a)):
+            return None
+        if out == passed:
+            return "pass"
+        if isinstance(out, Struct) and out.name == "[|]" and len(out.args) == 2 and out.args[1] == passed:
+            return "cons"
+        return None
+
     def commit(self) -> None:
         e = self.e
+        call = self.self_call()
+        shape = self.dest_shape(call)
+        d = self.shape.dest
+        if d is not None and shape is None:
+            self.code.close_hole()
         for i, (mode, pat) in enumerate(zip(self.rel.modes, self.clause.head)):
             if mode != "^":
+                continue
+            if i == d and shape == "cons":
+                self.cons_in_place(pat)
                 continue
             if isinstance(pat, Var) and pat.index not in self.bound:
                 e(f"v{pat.index} = a{i}")  # a new variable simply names the caller's argument
@@ -397,23 +776,61 @@ class _ClauseCode:
             e(f"elif not put(a{i}, {x}): raise fail_output(t, {self.rc.site(self.clause.span)})")
         body = self.clause.body
         if body is None:
-            e("return None")
+            self.done()
         elif all(c.placement is None for c in calls_in(body)) and (
                 isinstance(body, Call) or (body.op == "," and all(isinstance(p, Call) for p in body.parts))):
-            self.flat_body(calls_in(body))
+            self.flat_body(calls_in(body), call)
         else:
             self.plan_body(body)
+
+    def done(self) -> None:
+        if self.shape.loop:
+            self.e("METER[1] = n")
+        self.e("return None")
+
+    def cons_in_place(self, pat: Struct) -> None:
+        """`[E|V]` into the output: a cell whose tail the next iteration fills (no Var for V),
+        unless the caller's argument is not an unbound variable nobody waits on."""
+        e = self.e
+        d = self.shape.dest
+        c = self.temp()
+        e(f"{c} = Cons({self.build(pat.args[0])}, None)")
+        e(f"if d{d} is not None:")
+        e(f"    d{d}.tail = {c}")
+        e(f"    d{d} = {c}")
+        e(f"elif type(a{d}) is Var and a{d}.val is None and a{d}.susp is None:")
+        e(f"    a{d}.val = {c}")
+        e(f"    d{d} = {c}")
+        e("else:")
+        e(f"    {c}.tail = Var()")
+        e(f"    if not put(a{d}, {c}): raise fail_output(t, {self.rc.site(self.clause.span)})")
+        v = pat.args[1].index
+        e(f"v{v} = {c}.tail")
+        self.bound.add(v)
 
     def args_tuple(self, call: Call) -> str:
         parts = [self.build(a) for a in call.args]
         return "(" + "".join(p + ", " for p in parts) + ")"
 
-    def flat_body(self, calls: list[Call]) -> None:
+    def pending_arith(self, c: Call, relation_vars: set[int]) -> bool:
+        """`X is E` whose operands wait for body goals (order-nodes): a task of its own, placed
+        after them, rather than inline (where it could only suspend, twice for two operands)."""
+        if not self.shape.arith_tasks or c.target != "is/2":
+            return False
+        return any(isinstance(n, Var) and n.index not in self.bound and n.index in relation_vars
+                   for n in _nodes(c.args[1]))
+
+    def flat_body(self, calls: list[Call], loop_call: Call | None) -> None:
         """`A, B, ...`: inline primitives run now; relation calls become tasks, the first of
-        which continues in this task."""
+        which continues in this task (or, the relation's own call with a loop, goes round)."""
         e = self.e
-        tasks: list[Call] = []
+        relation_vars = {n.index for c in calls if c.target in self.rc.module.relations
+                         for a in c.args for n in _nodes(a) if isinstance(n, Var)}
+        tasks: list = []
         for c in calls:
+            if self.pending_arith(c, relation_vars):
+                tasks.append(c)
+                continue
             if c.target == "is/2" and self.is_new(c.args[0]) and self.fast_is(c):
                 continue
             if c.target == "=/2" and (self.is_new(c.args[0]) or self.is_new(c.args[1])):
@@ -427,19 +844,46 @@ class _ClauseCode:
             else:
                 tasks.append(c)
         if not tasks:
-            e("return None")
+            self.done()
             return
-        built = [(c, self.args_tuple(c)) for c in tasks]
+        built = [(c, self.task_args(c)) for c in tasks]
         if len(tasks) > 1:
             e("g = t.group")
             e(f"if g is not None: g.count += {len(tasks) - 1}")
             for c, args in reversed(built[1:]):
+                self.rc.count("enqueues")
                 e(f"push(Goal({self.proc(c)}, {args}, g, {self.rc.site(c.span)}))")
         c, args = built[0]
+        if c is loop_call:
+            self.loop_back(c, args)
+            return
+        if self.shape.loop:
+            e("METER[1] = n")
         e(f"t.proc = {self.proc(c)}")
         e(f"t.args = {args}")
         e(f"t.site = {self.rc.site(c.span)}")
         e("return t")
+
+    def loop_back(self, c: Call, args: str) -> None:
+        """The self call: the next iteration's arguments, and round again while the PE's time
+        slice lasts; else the task holds the call and goes back to the PE."""
+        e = self.e
+        e(f"{', '.join(f'a{i}' for i in range(self.rel.arity))}{',' if self.rel.arity == 1 else ''} = {args}")
+        e(f"ls = {self.rc.site(c.span)}")
+        e("if n < m:")
+        e("    n += 1")
+        e("    lp = True")
+        e("    break")
+        self.code.close_hole()
+        e("METER[1] = n")
+        e(f"t.args = {self.code.args()}")
+        e("t.site = ls")
+        e("return t")
+
+    def task_args(self, c: Call) -> str:
+        if c.target == "is/2" and self.shape.arith_tasks:
+            return self.arith_task_args(c)
+        return self.args_tuple(c)
 
     def inline_primitive(self, c: Call) -> None:
         e = self.e
@@ -465,16 +909,45 @@ class _ClauseCode:
         e.dedent()
         return True
 
+    # -- arithmetic tasks -----------------------------------------------------------------------
+    def arith_task_args(self, c: Call) -> str:
+        """The arguments of a pending `X is E` task: X, E and then E's variables, which its own
+        step (made for this call site) tests and computes with inline."""
+        args = self.args_tuple(c)
+        leaves: dict[int, str] = {}
+        plain = self.int_expressions([c.args[1]], leaves, bound={n.index for n in _nodes(c.args[1])
+                                                                 if isinstance(n, Var)})
+        if plain is None:
+            self.arith_steps[id(c)] = None
+            return args
+        (text,), nonzero = plain
+        name = f"A{self.rc.proc_names[self.rel.key][1:]}_{len(self.rc.later)}"
+        self.arith_steps[id(c)] = name
+        lines = [f"@declare('is', 2, PRIMITIVE_COST, key={self.rel.key + '#' + name!r})", f"def {name}(t):",
+                 f"    x, e, {''.join(x + ', ' for x in leaves.values())}= t.args"]
+        for x in leaves.values():
+            lines += [f"    if type({x}) is Var: {x} = deref({x})", f"    if type({x}) is Var: return [{x}]"]
+        checks = [f"type({x}) is int" for x in leaves.values()] + [f"{b} != 0" for b in nonzero]
+        lines += [f"    if {' and '.join(checks)} and type(x) is Var and x.val is None:",
+                  f"        x.val = {text}",
+                  "        if x.susp is not None: wake(x)",
+                  "        return None",
+                  "    return INLINE['is/2'](x, e, t.site)"]
+        self.rc.later.append(lines)
+        return args[:-1] + "".join(f"v{i}, " for i in leaves) + ")"
+
     def proc(self, call: Call) -> str:
         if call.target in self.rc.proc_names:
             return self.rc.proc_names[call.target]
+        if call.target == "is/2" and self.arith_steps.get(id(call)):
+            return self.arith_steps[id(call)]
         return f"PROCS[{call.target!r}]"
 
     def plan_body(self, body) -> None:
         """A body with `&`: build its plan of tasks and let the PE schedule it."""
         e = self.e
         e(f"spawn({self.plan(body)}, t)")
-        e("return None")
+        self.done()
 
     def plan(self, body) -> str:
         if isinstance(body, Call):
@@ -484,6 +957,16 @@ class _ClauseCode:
             return task
         parts = ", ".join(self.plan(p) for p in body.parts)
         return f"[{parts}]" if body.op == "," else f"Seq([{parts}])"
+
+
+def _nodes(term: Term):
+    """The nodes of an IR term, iteratively."""
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        yield t
+        if isinstance(t, Struct):
+            stack.extend(t.args)
 
 
 def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
@@ -523,6 +1006,7 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         "spawn": pe.spawn, "park_new": park_new, "push": pe.push, "susp1": susp1,
         "fail_goal": fail_goal, "fail_output": fail_output, "arith_test": primitives.arith_test,
         "INLINE": prims["inline"], "PROCS": prims["procs"], "CONSTS": rc.consts,
+        "METER": pe.meter, "ST": pe.stats, "PRIMITIVE_COST": DEFAULT.primitive_step,
     }
     namespace: dict = {}
     exec(compile(rc.source, f"<rules of {module.source}>", "exec"), namespace)
@@ -539,9 +1023,9 @@ class ParlogRuntime:
     batch = 32  # steps a simulated PE runs between looks at its messages
     encoding = "utf-8"
 
-    def __init__(self, module: Module):
+    def __init__(self, module: Module, counting: bool = False):
         self.module = module
-        self.compiler = RuleCompiler(module)
+        self.compiler = RuleCompiler(module, counting)
         self.steps: dict[int, dict] = {}  # by PE number
 
     def load(self, pe, timeout: float | None = None) -> dict:

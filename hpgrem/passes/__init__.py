@@ -26,6 +26,10 @@ if TYPE_CHECKING:  # the tables are read without loading the IR (`hpgrem ir --he
 PASS_TABLE: dict[str, str] = {
     "simplify": "hpgrem.passes.simplify:Simplify",
     "prune-unreachable": "hpgrem.passes.prune:PruneUnreachable",
+    "order-nodes": "hpgrem.passes.order_nodes:OrderNodes",
+    "index-rules": "hpgrem.passes.index_rules:IndexRules",
+    "tail-loop": "hpgrem.passes.tail_loop:TailLoop",
+    "dest-passing": "hpgrem.passes.dest_passing:DestPassing",
 }
 
 ANALYSIS_TABLE: dict[str, str] = {
