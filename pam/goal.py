@@ -20,17 +20,36 @@ class Goal(Task):
         return write_term(Struct(proc.goal_name, args), names)
 
 
+# A goal is lifted into a task worth sending away when its estimated work costs at least this
+# many messages' worth of time (a message of this many bytes over one link).
+LIFT_MESSAGES = 1
+LIFT_MESSAGE_BYTES = 100
+
+
 class GoalKind:
     """Goals travel as their step's key and their arguments."""
 
     name = "goal"
     task_class = Goal
 
+    def __init__(self, costs=None) -> None:
+        # The run-time threshold of node lifting (hpgrem/passes/lift.py), in instructions.
+        self.threshold = 0.0 if costs is None else LIFT_MESSAGES * (
+            costs.hop_startup + LIFT_MESSAGE_BYTES * costs.byte_one_way) / costs.instruction
+
     def spare(self, goal: Goal) -> bool:
-        """Its relation can fan out (the compile-time grain estimate) and it would not just wait
-        for an argument on the other PE."""
+        """Its relation can fan out (the compile-time grain estimate), it would not just wait
+        for an argument on the other PE, and, where the lift pass found its size, the work
+        that size promises outweighs the messages."""
         proc = goal.proc
-        return proc.exportable and all(type(deref(goal.args[k])) is not Var for k in proc.needs)
+        if not proc.exportable or not all(type(deref(goal.args[k])) is not Var for k in proc.needs):
+            return False
+        lift = getattr(proc, "lift", None)
+        if lift is None:
+            return True
+        position, base, cost = lift
+        size = deref(goal.args[position])
+        return type(size) is not int or cost * base ** min(size, 400) >= self.threshold
 
     def export(self, goal: Goal) -> tuple:
         return goal.args

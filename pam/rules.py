@@ -83,16 +83,26 @@ def is_ground(term: Term) -> bool:
 
 class Shape:
     """The code shapes the passes asked for, for one relation (docs/passes.md): each is an
-    annotation, absent at -O0, so -O0 gives the plain shape."""
+    annotation, absent at -O0, so -O0 gives the plain shape. Annotations may come from a
+    `.hpg` file: a value of the wrong type or out of range is ignored, never pasted in code."""
 
-    __slots__ = ("switch", "share", "loop", "dest", "arith_tasks")
+    __slots__ = ("switch", "share", "loop", "dest", "arith_tasks", "lift")
 
-    def __init__(self, notes: dict):
-        self.switch: int | None = notes.get("switch")  # index-rules
-        self.share = bool(notes.get("share"))  # index-rules: shared matching and complementary guards
-        self.loop = bool(notes.get("loop"))  # tail-loop
-        self.dest: int | None = notes.get("dest") if self.loop else None  # dest-passing (needs the loop)
-        self.arith_tasks = bool(notes.get("arith_tasks"))  # order-nodes
+    def __init__(self, notes: dict, rel: Relation):
+        def position(name: str, mode: str) -> int | None:
+            k = notes.get(name)
+            return k if type(k) is int and 0 <= k < rel.arity and rel.modes[k] == mode else None
+
+        self.switch = position("switch", "?")  # index-rules
+        self.share = notes.get("share") is True  # index-rules: shared matching, complementary guards
+        self.loop = notes.get("loop") is True  # tail-loop
+        self.dest = position("dest", "^") if self.loop else None  # dest-passing (needs the loop)
+        self.arith_tasks = notes.get("arith_tasks") is True  # order-nodes
+        lift = notes.get("lift")  # lift: (size position, growth per unit)
+        self.lift = None
+        if type(lift) is tuple and len(lift) == 2 and type(lift[0]) is int and 0 <= lift[0] < rel.arity \
+                and type(lift[1]) is float and 1.0 < lift[1] < 4.0:
+            self.lift = (lift[0], lift[1], int(notes["cost"]))
 
 
 def principal(pat: Term):
@@ -177,7 +187,7 @@ class RuleCompiler:
         if notes is None or "cost" not in notes:
             raise ValueError(f"relation {rel.key} has no granularity annotations: compile the module with "
                              "hpgrem.pipeline (the machine runs no analysis of its own)")
-        shape = Shape(notes)
+        shape = Shape(notes, rel)
         e(f"@declare({rel.name!r}, {rel.arity}, {int(notes['cost'])}, key={rel.key!r}, "
           f"exportable={bool(notes['exportable'])}, needs={rel.inputs!r})")
         e(f"def {self.proc_names[rel.key]}(t):")
@@ -190,9 +200,8 @@ class RuleCompiler:
         code = _RelationCode(self, rel, shape)
         code.emit()
         e.dedent()
-        lift = notes.get("lift")
-        if lift is not None:  # lift: the size argument and the estimate's base (pam/goal.py reads them)
-            e(f"{self.proc_names[rel.key]}.lift = {tuple(lift)!r}")
+        if shape.lift is not None:  # read by GoalKind.spare (pam/goal.py)
+            e(f"{self.proc_names[rel.key]}.lift = {shape.lift!r}")
 
 
 class _RelationCode:
@@ -277,6 +286,7 @@ class _RelationCode:
             key = principal(c.head[k])
             if key is not None and key not in keys:
                 keys.append(key)
+        keys.sort(key=lambda k: k[0] not in ("cons", "struct"))  # recursive clauses' keys first: disjoint tests
         first = True
         for key in keys:
             e(("if " if first else "elif ") + self.key_test(key, x) + ":")
@@ -444,58 +454,70 @@ class _ClauseCode:
 
     def match(self, pat: Term, x: str, tested: bool = False) -> None:
         """Match the dereferenced value in `x` against `pat` (one way: binds clause variables
-        only); `tested`: its principal functor is known to be the pattern's."""
+        only); `tested`: its principal functor is known to be the pattern's. Iterative, in
+        pre-order: a pattern may be a list of 20,000 elements."""
         e = self.e
-        if isinstance(pat, Var):
-            if pat.index in self.bound:
-                e(f"r = match_eq(v{pat.index}, {x})")
+        dest = self.shape.dest
+        todo = [(pat, x, tested)]
+        while todo:
+            pat, x, tested = todo.pop()
+            if isinstance(pat, Var):
+                if pat.index in self.bound:
+                    e(f"r = match_eq(v{pat.index}, {x})")
+                    e("if r is not True:")
+                    e("    if r is not False: s = susp1(s, *r)")
+                    e("    break")
+                else:
+                    e(f"v{pat.index} = {x}")
+                    self.bound.add(pat.index)
+                continue
+            if isinstance(pat, Atom):
+                if not tested:
+                    e(f"if {x} is not {self.rc.atom(pat.name)}:")
+                    self.suspend_or_break(x)
+                continue
+            if isinstance(pat, (Int, Float)):
+                if not tested:
+                    kind = "int" if isinstance(pat, Int) else "float"
+                    e(f"if type({x}) is not {kind} or {x} != {pat.value!r}:")
+                    self.suspend_or_break(x)
+                continue
+            assert isinstance(pat, Struct)
+            if not tested and is_ground(pat) and _size(pat) > 8:  # a big constant: one equality test
+                e(f"r = match_eq({self.rc.ground(pat)}, {x})")
                 e("if r is not True:")
                 e("    if r is not False: s = susp1(s, *r)")
                 e("    break")
-            else:
-                e(f"v{pat.index} = {x}")
-                self.bound.add(pat.index)
-            return
-        if isinstance(pat, Atom):
-            if not tested:
-                e(f"if {x} is not {self.rc.atom(pat.name)}:")
-                self.suspend_or_break(x)
-            return
-        if isinstance(pat, (Int, Float)):
-            if not tested:
-                kind = "int" if isinstance(pat, Int) else "float"
-                e(f"if type({x}) is not {kind} or {x} != {pat.value!r}:")
-                self.suspend_or_break(x)
-            return
-        assert isinstance(pat, Struct)
-        if pat.name == "[|]" and len(pat.args) == 2:
-            if not tested:
-                e(f"if type({x}) is not Cons:")
-                self.suspend_or_break(x)
-            parts = [(pat.args[0], f"{x}.head"), (pat.args[1], f"{x}.tail")]
-        else:
-            if not tested:
-                e(f"if type({x}) is not Struct or {x}.name is not {self.rc.atom(pat.name)} "
-                  f"or len({x}.args) != {len(pat.args)}:")
-                self.suspend_or_break(x)
-            names = [self.temp() for _ in pat.args]
-            e(", ".join(names) + (", = " if len(names) == 1 else " = ") + f"{x}.args")
-            parts = list(zip(pat.args, names))
-        dest = self.shape.dest
-        for sub, src in parts:
-            if isinstance(sub, Var) and sub.index not in self.bound:
-                e(f"v{sub.index} = {src}")
-                if dest is not None and src.endswith(".tail"):  # the hole of a list built in place
-                    self.fill_hole(f"v{sub.index}")
-                self.bound.add(sub.index)
                 continue
-            y = self.temp() if "." in src else src
-            if y != src:
-                e(f"{y} = {src}")
-            if dest is not None and src.endswith(".tail"):
-                self.fill_hole(y)
-            e(f"if type({y}) is Var: {y} = deref({y})")
-            self.match(sub, y)
+            if pat.name == "[|]" and len(pat.args) == 2:
+                if not tested:
+                    e(f"if type({x}) is not Cons:")
+                    self.suspend_or_break(x)
+                parts = [(pat.args[0], f"{x}.head"), (pat.args[1], f"{x}.tail")]
+            else:
+                if not tested:
+                    e(f"if type({x}) is not Struct or {x}.name is not {self.rc.atom(pat.name)} "
+                      f"or len({x}.args) != {len(pat.args)}:")
+                    self.suspend_or_break(x)
+                names = [self.temp() for _ in pat.args]
+                e(", ".join(names) + (", = " if len(names) == 1 else " = ") + f"{x}.args")
+                parts = list(zip(pat.args, names))
+            later = []
+            for sub, src in parts:
+                if isinstance(sub, Var) and sub.index not in self.bound:
+                    e(f"v{sub.index} = {src}")
+                    if dest is not None and src.endswith(".tail"):  # the hole of a list built in place
+                        self.fill_hole(f"v{sub.index}")
+                    self.bound.add(sub.index)
+                    continue
+                y = self.temp() if "." in src else src
+                if y != src:
+                    e(f"{y} = {src}")
+                if dest is not None and src.endswith(".tail"):
+                    self.fill_hole(y)
+                e(f"if type({y}) is Var: {y} = deref({y})")
+                later.append((sub, y, False))
+            todo.extend(reversed(later))
 
     def fill_hole(self, x: str) -> None:
         """A tail read as None is the cell this loop is building (the call's input holds its own
@@ -753,7 +775,7 @@ class _ClauseCode:
         call = self.self_call()
         shape = self.dest_shape(call)
         d = self.shape.dest
-        if d is not None and shape is None:
+        if d is not None and shape is None and self.is_new(self.clause.head[d]):
             self.code.close_hole()
         for i, (mode, pat) in enumerate(zip(self.rel.modes, self.clause.head)):
             if mode != "^":
@@ -767,13 +789,16 @@ class _ClauseCode:
                 continue
             x = self.temp()
             e(f"{x} = {self.build(pat)}")
-            if isinstance(pat, Var):
-                e(f"if not put(a{i}, {x}): raise fail_output(t, {self.rc.site(self.clause.span)})")
+            if i == d and shape is None:  # the last cell built in place takes it as its tail
+                e(f"if d{d} is not None:")
+                e(f"    d{d}.tail = {x}")
+                e(f"    d{d} = None")
+                e("el" + self.output_test(i, x, pat)[0])
+                for line in self.output_test(i, x, pat)[1:]:
+                    e(line)
                 continue
-            e(f"if type(a{i}) is Var and a{i}.val is None:")
-            e(f"    a{i}.val = {x}")
-            e(f"    if a{i}.susp is not None: wake(a{i})")
-            e(f"elif not put(a{i}, {x}): raise fail_output(t, {self.rc.site(self.clause.span)})")
+            for line in self.output_test(i, x, pat):
+                e(line)
         body = self.clause.body
         if body is None:
             self.done()
@@ -782,6 +807,16 @@ class _ClauseCode:
             self.flat_body(calls_in(body), call)
         else:
             self.plan_body(body)
+
+    def output_test(self, i: int, x: str, pat: Term) -> list[str]:
+        """Lines that unify output argument i with the value built in `x`, the first an `if`."""
+        site = self.rc.site(self.clause.span)
+        if isinstance(pat, Var):
+            return [f"if not put(a{i}, {x}): raise fail_output(t, {site})"]
+        return [f"if type(a{i}) is Var and a{i}.val is None:",
+                f"    a{i}.val = {x}",
+                f"    if a{i}.susp is not None: wake(a{i})",
+                f"elif not put(a{i}, {x}): raise fail_output(t, {site})"]
 
     def done(self) -> None:
         if self.shape.loop:
@@ -959,6 +994,10 @@ class _ClauseCode:
         return f"[{parts}]" if body.op == "," else f"Seq([{parts}])"
 
 
+def _size(term: Term) -> int:
+    return sum(1 for _ in _nodes(term))
+
+
 def _nodes(term: Term):
     """The nodes of an IR term, iteratively."""
     stack = [term]
@@ -1003,7 +1042,7 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         "Var": RVar, "Struct": RStruct, "Cons": Cons, "Goal": Goal, "Seq": Seq, "Placed": Placed,
         "declare": declare, "deref": deref,
         "match_eq": match_eq, "from_list": from_list, "put": pe.put, "wake": pe.wake,
-        "spawn": pe.spawn, "park_new": park_new, "push": pe.push, "susp1": susp1,
+        "spawn": pe.spawn, "park_new": park_new, "push": pe.ready.append, "susp1": susp1,
         "fail_goal": fail_goal, "fail_output": fail_output, "arith_test": primitives.arith_test,
         "INLINE": prims["inline"], "PROCS": prims["procs"], "CONSTS": rc.consts,
         "METER": pe.meter, "ST": pe.stats, "PRIMITIVE_COST": DEFAULT.primitive_step,
@@ -1031,7 +1070,8 @@ class ParlogRuntime:
     def load(self, pe, timeout: float | None = None) -> dict:
         steps = self.steps[pe.number] = load(self.module, pe, self.compiler)
         if pe.net is not None:
-            pe.net.add_kind(GoalKind())
+            costs = getattr(getattr(pe.net.transport, "sim", None), "costs", DEFAULT)
+            pe.net.add_kind(GoalKind(costs))
         return steps
 
     def entry_task(self, pe, outputs: list) -> Goal:
