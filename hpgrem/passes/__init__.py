@@ -30,6 +30,7 @@ PASS_TABLE: dict[str, str] = {
     "index-rules": "hpgrem.passes.index_rules:IndexRules",
     "tail-loop": "hpgrem.passes.tail_loop:TailLoop",
     "dest-passing": "hpgrem.passes.dest_passing:DestPassing",
+    "lift": "hpgrem.passes.lift:Lift",
 }
 
 ANALYSIS_TABLE: dict[str, str] = {
