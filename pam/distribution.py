@@ -255,6 +255,7 @@ class Net:
         as a member until FINISH returns, so the task itself leaves the group: a step that
         sends its own task away just ends (returns None)."""
         kind = self.kinds[type(task)]
+        self.pe.stats.exported += 1
         group_ref = None
         if task.group is not None:
             gid = self.next_ident

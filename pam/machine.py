@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import sys
+from time import perf_counter
 import time
 from dataclasses import dataclass
 
@@ -112,6 +113,7 @@ class Machine:
         outputs = [Var() for _ in entry.outputs]
         collecting = gc.isenabled()
         gc.disable()  # the heap is mostly acyclic and freed by reference counting
+        began = perf_counter()
         try:
             if self.comm is not None:
                 elapsed, per_pe = self._run_ranks(outputs)
@@ -120,6 +122,7 @@ class Machine:
                 vtime = self._run_here(outputs)
                 self._busy_times()
                 stats = RunStats(len(self.pes), self.topology.name, "sim", vtime, [pe.stats for pe in self.pes])
+            stats.wall_s = perf_counter() - began  # the run alone: wall_s in --stats-json
         except MachineStop:
             self.output.flush()
             raise

@@ -19,6 +19,12 @@ class PEStats:
     bytes_received: int = 0
     hops: int = 0
     steals: int = 0
+    exported: int = 0  # tasks sent to run on another PE (stolen or placed)
+    # Counted only by code compiled to count (ParlogRuntime(counting=True), `--stats`): what
+    # the passes change (docs/passes.md).
+    clause_tries: int = 0  # clause (or shared match) blocks entered
+    guard_tests: int = 0  # guard goals tested
+    enqueues: int = 0  # body goals put on the ready queue by committing clauses
     busy_time: float = 0.0
 
 
@@ -31,6 +37,7 @@ class RunStats:
     mode: str
     time: float
     per_pe: list[PEStats]
+    wall_s: float = 0.0  # wall-clock seconds of the machine's run alone (no compiling, no start-up)
 
     @property
     def work(self) -> float:
@@ -48,7 +55,7 @@ class RunStats:
             rows.append(row)
         return {
             "pes": self.pes, "topology": self.topology, "mode": self.mode, "time": self.time,
-            "work": self.work, "reductions": self.reductions,
+            "work": self.work, "wall_s": self.wall_s, "reductions": self.reductions,
             "speedup": (self.work / self.time) if self.time > 0 else None,
             "per_pe": rows,
         }
@@ -64,7 +71,10 @@ class RunStats:
                      f"work {data['work']:.6f} s, speedup {data['speedup'] or 0:.2f} on {self.pes} PE(s), "
                      f"topology {self.topology}")
         rate = data["reductions"] / data["time"] if data["time"] > 0 else 0.0
-        lines.append(f"rate: {rate:,.0f} reductions/s")
+        lines.append(f"rate: {rate:,.0f} reductions/s; wall {self.wall_s:.6f} s")
+        counted = {h: sum(row[h] for row in data["per_pe"]) for h in
+                   ("suspensions", "exported", "clause_tries", "guard_tests", "enqueues")}
+        lines.append("counters: " + ", ".join(f"{h} {n}" for h, n in counted.items()))
         return "\n".join(lines)
 
 
