@@ -185,6 +185,7 @@ class PE:
         finish = self.finish
         park = self.park
         meter = self.meter
+        looped = 0
         t = None
         try:
             while ready:
@@ -199,6 +200,7 @@ class PE:
                     if meter[1]:
                         extra = meter[1]
                         meter[1] = 0
+                        looped += extra
                         calls += extra
                         instructions += extra * proc.cost
                         slice_left -= extra
@@ -242,6 +244,7 @@ class PE:
         finally:
             self.steps += calls
             stats.reductions += calls - suspensions
+            stats.looped += looped
             self.instructions += instructions
         return calls
 
