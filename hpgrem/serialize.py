@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 import types
 import typing
 
@@ -62,6 +63,9 @@ def dumps(module: Module) -> str:
 # Reading
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class _Bad(Exception):
     def __init__(self, path: str, problem: str):
         self.path, self.problem = path, problem
@@ -95,7 +99,12 @@ def _decode(x, hint, path: str):
         if (isinstance(x, list) and len(x) == 3 and type(x[0]) is str and type(x[1]) is int
                 and type(x[2]) is int):
             return Span(*x)
-    elif hint is int or hint is str or hint is bool:
+    elif hint is str:
+        if type(x) is str:
+            if not x.isascii() and _SURROGATE.search(x):
+                raise _Bad(path, "a string with a lone surrogate (not Unicode text)")
+            return x
+    elif hint is int or hint is bool:
         if type(x) is hint:
             return x
     elif hint is float:
@@ -164,9 +173,11 @@ def node_from_json(x, hint=Node) -> Node:
 def loads(text: str) -> Module:
     """A module from `.hpg` text; raises HpgFormatError on anything malformed."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as e:
         raise HpgFormatError(f"not an .hpg file (invalid JSON at line {e.lineno}, column {e.colno})") from None
+    except _Bad as e:
+        raise HpgFormatError(f"not a readable .hpg file ({e.problem})") from None
     except RecursionError:
         raise HpgFormatError("not a readable .hpg file (nested too deeply)") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -183,6 +194,16 @@ def loads(text: str) -> Module:
         raise HpgFormatError(f"malformed .hpg file at {e.path}: {e.problem}") from None
     except RecursionError:
         raise HpgFormatError("not a readable .hpg file (nested too deeply)") from None
+
+
+MAX_INT_DIGITS = 4300
+"""The longest integer a `.hpg` file may hold (Python's limit on int/str conversion)."""
+
+
+def _parse_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise _Bad("$", f"an integer of {len(digits.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(digits)
 
 
 def _module(doc: dict) -> Module:

@@ -48,3 +48,15 @@ def expected_output(path: Path) -> str:
         if line.startswith("% expect:"):
             lines.append(line[len("% expect:"):].removeprefix(" "))
     return "".join(line + "\n" for line in lines)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-long", action="store_true", default=False,
+                     help="fuzz with thousands of mutants per fuzzer and fresh random seeds "
+                          "(the same as HPGREM_FUZZ_LONG=1; docs/testing.md)")
+
+
+def pytest_configure(config):
+    import os
+    if config.getoption("--fuzz-long", default=False):
+        os.environ["HPGREM_FUZZ_LONG"] = "1"
