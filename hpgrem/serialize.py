@@ -19,7 +19,7 @@ import re
 import types
 import typing
 
-from hpgrem.ir.core import NODE_KINDS, Dialect, Entry, Module, Node, Rule, Span, schema
+from hpgrem.ir.core import NODE_KINDS, Dialect, Entry, Module, Node, Rule, Span, schema, type_name
 
 FORMAT = "hpgrem"
 VERSION = 2  # 1: the two-IR format before the node registry (no dialect field, spans as nodes)
@@ -83,7 +83,7 @@ def _decode(x, hint, path: str):
                 return _decode(x, alt, path)
             except _Bad:
                 continue
-        raise _Bad(path, f"expected {_hint_name(hint)}, found {_json_name(x)}")
+        raise _Bad(path, f"expected {type_name(hint)}, found {_json_name(x)}")
     if origin is tuple:
         if not isinstance(x, list):
             raise _Bad(path, f"expected a list, found {_json_name(x)}")
@@ -120,7 +120,7 @@ def _decode(x, hint, path: str):
             return _decode_node(x, (hint,), path)
     else:
         raise TypeError(f"unsupported field type {hint!r}")
-    raise _Bad(path, f"expected {_hint_name(hint)}, found {_json_name(x)}")
+    raise _Bad(path, f"expected {type_name(hint)}, found {_json_name(x)}")
 
 
 def _decode_node(x: dict, allowed: tuple, path: str) -> Node:
@@ -129,7 +129,7 @@ def _decode_node(x: dict, allowed: tuple, path: str) -> Node:
     if cls is None:
         raise _Bad(path, f"unknown node kind {kind!r}")
     if not any(isinstance(a, type) and issubclass(cls, a) for a in allowed):
-        raise _Bad(path, f"a {kind} node cannot stand here (expected {' or '.join(_hint_name(a) for a in allowed)})")
+        raise _Bad(path, f"a {kind} node cannot stand here (expected {' or '.join(type_name(a) for a in allowed)})")
     fields = schema(cls).fields
     if set(x) - {"kind"} != set(fields):
         raise _Bad(path, f"{kind} node has fields {sorted(set(x) - {'kind'})}, expected {sorted(fields)}")
@@ -142,12 +142,6 @@ def _decode_annotation(x, path: str, depth: int = 0):
     if isinstance(x, list) and depth < 4:
         return tuple(_decode_annotation(i, f"{path}[{k}]", depth + 1) for k, i in enumerate(x))
     raise _Bad(path, f"an annotation must be a number, string, boolean, null or list, not {_json_name(x)}")
-
-
-def _hint_name(hint) -> str:
-    if isinstance(hint, type):
-        return {"NoneType": "null", "Span": "a span [file, line, col]"}.get(hint.__name__, hint.__name__)
-    return " or ".join(_hint_name(a) for a in typing.get_args(hint)) if typing.get_args(hint) else str(hint)
 
 
 def _json_name(x) -> str:

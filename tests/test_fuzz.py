@@ -192,6 +192,7 @@ class Findings:
         sig = signature(status, stderr, report)
         if sig not in self.distinct:
             self.distinct[sig] = (detail, saved, 0)
+            print(f"\n--- new failure: {sig}\n{detail}", file=sys.__stderr__, flush=True)
         d, s, n = self.distinct[sig]
         self.distinct[sig] = (d, s, n + 1)
 

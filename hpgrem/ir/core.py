@@ -176,7 +176,7 @@ def check_value(value, hint) -> str | None:
     if origin is typing.Union or isinstance(hint, types.UnionType):
         if any(check_value(value, a) is None for a in typing.get_args(hint)):
             return None
-        return f"expected {_name(hint)}, found {_what(value)}"
+        return f"expected {type_name(hint)}, found {_what(value)}"
     if origin is tuple:
         if type(value) is not tuple:
             return f"expected a tuple, found {_what(value)}"
@@ -199,13 +199,24 @@ def check_value(value, hint) -> str | None:
         ok = isinstance(value, hint)
     else:
         raise TypeError(f"unsupported field type {hint!r}")
-    return None if ok else f"expected {_name(hint)}, found {_what(value)}"
+    return None if ok else f"expected {type_name(hint)}, found {_what(value)}"
 
 
-def _name(hint) -> str:
+def type_name(hint) -> str:
+    """A declared field type as messages name it, the same in the verifier and the `.hpg`
+    reader: `str`, `null`, `a span [file, line, col]`, `Var or Atom`, `a list of Term`."""
+    if hint is None or hint is type(None):
+        return "null"
     if isinstance(hint, type):
-        return hint.__name__
-    return str(hint).replace("hpgrem.ir.", "").replace("core.", "").replace("parlog.", "").replace("ml.", "")
+        return "a span [file, line, col]" if hint is Span else hint.__name__
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"a list of {type_name(args[0])}"
+        return "a list [" + ", ".join(type_name(a) for a in args) + "]"
+    if args:
+        return " or ".join(type_name(a) for a in args)
+    return str(hint)
 
 
 def _what(value) -> str:
