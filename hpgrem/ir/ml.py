@@ -11,9 +11,10 @@ see hpgrem/printer.py); everything else comes from its declared fields.
 from __future__ import annotations
 
 import enum
+import hashlib
 from dataclasses import dataclass, field
 
-from hpgrem.ir.core import IN, NL, NO_SPAN, OUT, Node, Rule, Span, inline, node, transform
+from hpgrem.ir.core import IN, NL, NO_SPAN, OUT, Node, Rule, Span, inline, node, transform, walk
 from hpgrem.primitives import ML_BASIS_EXCEPTIONS
 
 INT_MIN, INT_MAX = -(1 << 62), (1 << 62) - 1
@@ -356,6 +357,20 @@ class Par(Node):
 Expr = (Lit | Local | Global | MakeClosure | CallKnown | Apply | Prim | Construct | Tuple | Part | Let
         | SetGlobal | Sequence | If | Switch | Raise | Handle | While | NewException | BasisException
         | Packet | Par)
+
+
+def fingerprint(expr: Node) -> str:
+    """A digest of an expression's structure (kinds and attributes, not spans): an annotation
+    about particular nodes of a body records it, and applies only to the body it was made for."""
+    h = hashlib.blake2b(digest_size=8)
+    for x in walk(expr):
+        h.update(f"{x.kind}{tuple(x.attributes().values())!r}{len(x.children())};".encode())
+    return h.hexdigest()
+
+
+INT_ARITHMETIC = ("int.+", "int.-", "int.*", "int.~", "int.abs")
+"""The primitives whose result may overflow (Overflow): the `ml-ranges` pass says which of
+them need which check, in the order `walk` meets them."""
 
 
 def substitute_locals(expr: Node, mapping: dict[str, Expr]) -> Node:

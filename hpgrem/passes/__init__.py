@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # the tables are read without loading the IR (`hpgrem ir --he
 
 # name -> "module:Class"; the optimizing passes, in the order `-O2` runs them.
 PASS_TABLE: dict[str, str] = {
+    "ml-flatten": "hpgrem.passes.ml_flatten:MLFlatten",
+    "ml-inline": "hpgrem.passes.ml_inline:MLInline",
     "simplify": "hpgrem.passes.simplify:Simplify",
     "prune-unreachable": "hpgrem.passes.prune:PruneUnreachable",
     "order-nodes": "hpgrem.passes.order_nodes:OrderNodes",
@@ -31,6 +33,8 @@ PASS_TABLE: dict[str, str] = {
     "tail-loop": "hpgrem.passes.tail_loop:TailLoop",
     "dest-passing": "hpgrem.passes.dest_passing:DestPassing",
     "lift": "hpgrem.passes.lift:Lift",
+    "ml-ranges": "hpgrem.passes.ml_ranges:MLRanges",
+    "ml-batch-counts": "hpgrem.passes.ml_batch_counts:MLBatchCounts",
 }
 
 ANALYSIS_TABLE: dict[str, str] = {

@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 
 from hpgrem import ir
+from hpgrem.ir.ml import INT_ARITHMETIC, fingerprint
 from hpgrem.primitives import ML_BASIS_EXCEPTIONS
 from pam.emit import Emitter
 
@@ -40,6 +41,11 @@ MAX_BLOCKS = 8
 
 # Inline templates of primitives of two arguments, by op; `{t}` is a fresh temporary.
 _CHECKED = "({t} if -4611686018427387904 <= ({t} := {a} {o} {b}) <= 4611686018427387903 else ovf())"
+# The same with only the checks the ml-ranges pass found needed (hpgrem/passes/ml_ranges.py).
+_NARROWED = {"lo": "({t} if ({t} := {a} {o} {b}) >= -4611686018427387904 else ovf())",
+             "hi": "({t} if ({t} := {a} {o} {b}) <= 4611686018427387903 else ovf())",
+             "": "({a} {o} {b})"}
+_UNCHECKED_UNARY = {"int.~": "(-{a})", "int.abs": "abs({a})"}
 BINARY = {
     "int.+": _CHECKED.replace("{o}", "+"), "int.-": _CHECKED.replace("{o}", "-"),
     "int.*": _CHECKED.replace("{o}", "*"),
@@ -93,6 +99,12 @@ class Annotations:
             self.refs[key] = set(notes["refs"])
         names = module.annotation(ir.MODULE_FACTS, "globals", ())
         self.globals: dict[str, int] = {name: slot for slot, name in enumerate(names)}
+        self.overflow: dict[int, str] = {}  # id of an int operation -> the checks it needs
+        # ml-batch-counts (hpgrem/passes/ml_batch_counts.py): count calls of direct code per block
+        self.batch_counts = module.annotation(ir.MODULE_FACTS, "calls") == "block"
+        self.poll = True  # check the limits when counts pass POLL (`generate`)
+        for key, fn in module.functions.items():
+            self.overflow.update(_overflow_checks(fn, module.annotation(key, "overflow")))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,6 +127,12 @@ class FunctionCompiler:
         self.names: dict[str, str] = root.names if root is not None else {}
         self.constants = constants
         self.blocks = 0  # try and while blocks open around the code being emitted
+        self.handlers = 0  # try blocks open around it
+        # With batched counts: per open block, a `_Count` (`open_count`, `close_count`).
+        self.counts: list[_Count] = []
+        # Nothing emitted so far could do anything twice if the function ran again from its
+        # start with its parameters (no call, effect or handler yet, in emission order).
+        self.fresh = root is None
         # A helper (code nested too deeply, compiled as a function of its own) belongs to the
         # compiler of its function, which emits it after the function.
         self.root = root if root is not None else self
@@ -149,13 +167,15 @@ class FunctionCompiler:
         direct = self.mode == "direct"
         head = f"def {self.info.py}{'_d' if direct else ''}({', '.join((['d'] if direct else []) + params)}):"
         out = self.out
-        if direct:  # a call counts as a reduction (each further iteration of its loop too)
-            out.emit(TICK)
+        if direct and not self.a.batch_counts:  # a call counts as a reduction (each further iteration of its loop too)
+            out.emit(TICK if self.a.poll else "calls[0] += 1")
         if self.info.loop:
             out.emit("while True:")
             out.depth += 1
             self.blocks += 1
+        self.open_count()
         self.ret(self.fn.body)
+        self.close_count()
         if self.mode == "gen":
             out.depth = 1
             out.emit("if 0: yield")
@@ -179,12 +199,14 @@ class FunctionCompiler:
                       - {x.name for x in ir.walk(e) if isinstance(x, (ir.Let, ir.Handle))})
         params = (["d"] if self.mode == "direct" else []) + [self.local(n) for n in free]
         sub = FunctionCompiler(self.a, self.info, self.constants, self.mode, root)
+        sub.open_count()
         if tail:
             sub.ret(e)
         else:
             result = sub.out.temp()
             sub.assign(e, result)
             sub.out.emit(f"return {result}")
+        sub.close_count()
         if self.mode == "gen":
             sub.out.emit("if 0: yield")
         root.helpers[slot] = "\n".join([f"def {name}({', '.join(params)}):", *sub.out.lines])
@@ -239,12 +261,16 @@ class FunctionCompiler:
                 params = [self.local(p) for p in self.fn.params]
                 if params:
                     out.emit(f"{', '.join(params)} = {', '.join(args)}")
-                out.emit(TICK)
+                if self.a.batch_counts:  # the iteration counts with its block
+                    self.count_call(False)
+                else:
+                    out.emit(TICK)
                 out.emit("continue")
             else:
                 out.emit(f"return {self.call_text(callee, args)[1]}")
         elif isinstance(e, ir.Apply) and self.mode == "gen":
             f, x = self.exprs((e.fn, e.arg), atomic=True)
+            self.fresh = False
             out.emit(f"return {f}.fn(*{f}.env, {x})")
         else:
             out.emit(f"return {self.expr(e)}")
@@ -252,10 +278,47 @@ class FunctionCompiler:
     def block(self, body) -> None:
         self.out.depth += 1
         n = len(self.out.lines)
+        self.open_count()
         body()
+        self.close_count()
         if len(self.out.lines) == n:
             self.out.emit("pass")
         self.out.depth -= 1
+
+    # ---- batched call counts (ml-batch-counts) ------------------------------------------------
+    def open_count(self) -> None:
+        """A block starts: the calls of direct code made in it (outside its inner blocks) are
+        counted once at its start, instead of one by one in the callees."""
+        if self.a.batch_counts:
+            # Direct code may move itself to a heap stack (when `d` is 0) from a block that
+            # nothing it did before could tell apart from a fresh call: outside any `try`.
+            restart = self.mode == "direct" and self.fresh and self.root is self and not self.handlers
+            self.counts.append(_Count(len(self.out.lines), self.out.depth, restart))
+
+    def close_count(self) -> None:
+        if not self.a.batch_counts:
+            return
+        c = self.counts.pop()
+        if not c.calls:
+            return
+        lines = []
+        if c.deeper and c.restart:
+            params = ", ".join(self.local(p) for p in self.fn.params)
+            lines.append(f"if not d: return nested({self.info.py}({params}))")
+        lines.append(f"calls[0] += {c.calls}")
+        if self.a.poll:
+            lines.append(f"if calls[0] > {POLL}: tick()")
+        if c.deeper:
+            lines.append("dd = d - 1")
+        # inner blocks inserted their lines after `c.at`, so it still marks this block's start
+        self.out.lines[c.at:c.at] = ["    " * c.depth + line for line in lines]
+
+    def count_call(self, deeper: bool) -> _Count:
+        """A call of direct code in the current block; `deeper`: one frame deeper (`dd`)."""
+        c = self.counts[-1]
+        c.calls += 1
+        c.deeper |= deeper
+        return c
 
     # ---- statements ---------------------------------------------------------------------------
     def stmt(self, e) -> None:
@@ -267,6 +330,7 @@ class FunctionCompiler:
                 self.stmt(x)
             return
         if isinstance(e, ir.SetGlobal):
+            self.fresh = False
             v = self.expr(e.value)
             self.out.emit(f"G[{self.a.globals[e.name]}] = {v}")
             return
@@ -285,13 +349,16 @@ class FunctionCompiler:
 
     def while_(self, e: ir.While) -> None:
         out = self.out
+        self.fresh = False
         out.emit("while True:")
         out.depth += 1
         self.blocks += 1
         out.emit(TICK)
+        self.open_count()
         c = self.expr(e.cond)
         out.emit(f"if not {c}: break")
         self.stmt(e.body)
+        self.close_count()
         self.blocks -= 1
         out.depth -= 1
 
@@ -317,13 +384,18 @@ class FunctionCompiler:
             self.switch(e, lambda branch: self.assign(branch, target))
         elif isinstance(e, ir.Handle):
             self.blocks += 1
+            self.handlers += 1
+            self.fresh = False
             out.emit("try:")
             self.block(lambda: self.assign(e.body, target))
+            self.handlers -= 1
             out.emit("except Packet as _p:")
             out.depth += 1
+            self.open_count()
             out.emit(f"{self.local(e.name)} = _p")
             out.emit("_p.__traceback__ = None")
             self.assign(e.handler, target)
+            self.close_count()
             out.depth -= 1
             self.blocks -= 1
         elif isinstance(e, ir.Raise):
@@ -478,6 +550,7 @@ class FunctionCompiler:
             return tmp
         if isinstance(e, ir.Apply):
             f, x = self.exprs((e.fn, e.arg), atomic=True)
+            self.fresh = False
             tmp = out.temp()
             out.emit(f"{tmp} = {f}.fn(*{f}.env, {x})")
             out.emit(f"if {f}.gen: {tmp} = yield {tmp}")
@@ -520,8 +593,19 @@ class FunctionCompiler:
         code outside the direct set enters it at depth 0. Inside the direct set, generators
         call each other by yielding, so Python's stack stays bounded."""
         text = ", ".join(args)
+        self.fresh = False
         if not callee.gen:
             return "value", f"{callee.py}({text})"
+        if callee.direct and self.a.batch_counts:
+            # `d` counts down the Python frames left (`dd` is d - 1, set with the block's count);
+            # at 0 the twin runs on a heap stack. The call is counted with its block's others.
+            if self.mode == "direct":
+                if self.count_call(True).restart:  # `d` was tested at the block's start
+                    return "value", f"{callee.py}_d(dd, {text})"
+                return "value", f"({callee.py}_d if d else {callee.py}_n)(dd, {text})"
+            if not self.info.direct:
+                self.count_call(False)
+                return "value", f"{callee.py}_d({DEPTH}, {text})"
         if callee.direct and self.mode == "direct":
             if any(not _atomic(a) for a in args):
                 args = [self.atom(a) for a in args]
@@ -541,6 +625,16 @@ class FunctionCompiler:
 
     def prim(self, e: ir.Prim) -> str:
         op = e.op
+        if op not in BINARY and op not in UNARY or op in ("print", ":=", "ref"):
+            self.fresh = False  # an effect, or a basis function: nothing is assumed of it
+        checks = self.a.overflow.get(id(e), "lohi")
+        if checks != "lohi" and op in ("int.+", "int.-", "int.*"):
+            a, b = self.exprs(e.args)
+            t = self.out.temp() if checks else ""
+            return _NARROWED[checks].format(a=a, b=b, t=t, o=op[-1])
+        if checks == "" and op in _UNCHECKED_UNARY:
+            (a,) = self.exprs(e.args)
+            return _UNCHECKED_UNARY[op].format(a=a)
         if op in BINARY:
             a, b = self.exprs(e.args)
             t = self.out.temp() if "{t}" in BINARY[op] else ""
@@ -560,6 +654,7 @@ class FunctionCompiler:
         here, then join (taking the right one back to run here if no one has started it)."""
         out = self.out
         left, right = self.exprs((e.left, e.right), atomic=True)
+        self.fresh = False
         a, b = out.temp(), out.temp()
         out.emit(f"if {left}.pure and {right}.pure:")
         out.depth += 1
@@ -583,6 +678,19 @@ class FunctionCompiler:
         return f"({a}, {b})"
 
 
+class _Count:
+    """A block of code being emitted, with batched counts: where its count goes (line, depth),
+    the calls of direct code counted in it, whether one is a frame deeper (needs `dd`), and
+    whether it starts by moving to a heap stack when `d` is 0 (`restart`)."""
+
+    __slots__ = ("at", "depth", "restart", "calls", "deeper")
+
+    def __init__(self, at: int, depth: int, restart: bool):
+        self.at, self.depth, self.restart = at, depth, restart
+        self.calls = 0
+        self.deeper = False
+
+
 def _atomic(x: str) -> bool:
     """A Python expression whose value cannot change between now and later statements."""
     if x in ("()", "None", "True", "False"):
@@ -594,9 +702,26 @@ def _atomic(x: str) -> bool:
     return x.lstrip("-").isdigit()
 
 
-def generate(module: ir.Module) -> tuple[str, Annotations, dict]:
-    """The Python source of every function of `module`, its analysis and its constants."""
+def _overflow_checks(fn: ir.Function, note) -> dict[int, str]:
+    """The checks the `ml-ranges` annotation `note` gives the int operations of `fn`'s body, by
+    node id; none when it was made for another body or is malformed (every check is kept)."""
+    ops = [x for x in ir.walk(fn.body) if isinstance(x, ir.Prim) and x.op in INT_ARITHMETIC]
+    if not (isinstance(note, tuple) and len(note) == len(ops) + 1 and note[0] == fingerprint(fn.body)
+            and all(c in ("", "lo", "hi", "lohi") for c in note[1:])):
+        return {}
+    out: dict[int, str] = {}
+    for x, c in zip(ops, note[1:]):
+        # a node object met twice (a shared subtree) keeps the checks of both places
+        out[id(x)] = "".join(k for k in ("lo", "hi") if k in out.get(id(x), "") + c)
+    return out
+
+
+def generate(module: ir.Module, poll: bool = True) -> tuple[str, Annotations, dict]:
+    """The Python source of every function of `module`, its analysis and its constants.
+    Without `poll` (a run with no --timeout or --max-steps), batched counts (ml-batch-counts)
+    are not checked against the limits."""
     analysis = Annotations(module)
+    analysis.poll = poll
     constants: dict = {}
     parts = []
     old = sys.getrecursionlimit()
@@ -606,6 +731,9 @@ def generate(module: ir.Module) -> tuple[str, Annotations, dict]:
             parts.append(FunctionCompiler(analysis, info, constants).source())
             if info.direct:
                 parts.append(FunctionCompiler(analysis, info, constants, "direct").source())
+                if analysis.batch_counts:  # a call of it where `d` is 0 runs it on a heap stack
+                    params = ", ".join(f"a{i}" for i in range(len(info.fn.params)))
+                    parts.append(f"def {info.py}_n(d, {params}):\n    return nested({info.py}({params}))")
     finally:
         sys.setrecursionlimit(old)
     return "\n\n".join(parts) + "\n", analysis, constants

@@ -26,6 +26,7 @@ class MLRuntime:
         self.module = module
         self.source, self.analysis, self.constants = codegen.generate(module)
         self.code = compile(self.source, "<hpgrem ml>", "exec")
+        self.unpolled = None  # (code, constants) without limit checks, made when a run has no limits
         self.places: dict[int, MLPlace] = {}  # by PE number
 
     def load(self, pe, timeout: float | None = None) -> dict:
@@ -44,15 +45,22 @@ class MLRuntime:
         for name, con in BASIS_EXCEPTIONS.items():
             ns[f"X_{name}"] = con
         infos = self.analysis.info
+        code, constants = self.code, self.constants
+        if timeout is None and pe.max_steps is None:
+            # No limit to check: direct code's counts need no look at the clock.
+            if self.unpolled is None:
+                source, _, unpolled_constants = codegen.generate(self.module, poll=False)
+                self.unpolled = compile(source, "<hpgrem ml>", "exec"), unpolled_constants
+            code, constants = self.unpolled
         deferred = []
-        for key, name in self.constants.items():
+        for key, name in constants.items():
             if isinstance(key, str):
                 ns[key] = name  # a literal: `name` is its value here
             elif key[0] == "prim":
                 ns[name] = _primitive(basis, key[1])
             elif key[0] in ("closure", "closure0"):
                 deferred.append((key, name))
-        exec(self.code, ns)
+        exec(code, ns)
         for (kind, fkey), name in deferred:
             info = infos[fkey]
             fn = ns[info.py]

@@ -1,0 +1,89 @@
+"""ml-inline: calls of small known functions replaced by their bodies.
+
+A function is inlined where it is called when it is small (at most SIZE nodes), is not on a
+cycle of the call graph (so inlining ends), and is not the entry. `f(a1, ..., an)` becomes
+`let p1' = a1 in ... let pn' = an in body'`, where body' is the body with its parameters and
+every local it binds renamed to fresh names (`name.iN`: `.` is in no ML identifier), so names
+stay unique within the caller. Arguments are still evaluated once, left to right, before the
+body; a call in tail position leaves the body's tail calls in tail position. Inlined bodies
+may call other small functions: up to ROUNDS levels are inlined. The `simplify` pass then
+removes `let`s of locals and literals, and `prune-unreachable` the functions no one calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import networkx as nx
+
+from hpgrem import ir
+from hpgrem.ir import transform, walk
+
+SIZE = 16  # nodes of a body small enough to inline
+ROUNDS = 3
+
+
+@dataclass
+class MLInline:
+    name: str = "ml-inline"
+    requires: tuple[str, ...] = ()
+    invalidates: tuple[str, ...] = ("ml-kinds",)  # bodies and calls change
+    inlined: int = 0  # calls replaced
+
+    def apply(self, module: ir.Module) -> ir.Module:
+        if module.dialect != ir.Dialect.ML:
+            return module
+        functions = module.functions
+        entry = module.entry.target if module.entry is not None else None
+        graph = nx.DiGraph()
+        graph.add_nodes_from(functions)
+        for key, fn in functions.items():
+            graph.add_edges_from((key, x.function) for x in walk(fn.body)
+                                 if isinstance(x, (ir.CallKnown, ir.MakeClosure)))
+        recursive = {k for comp in nx.strongly_connected_components(graph) for k in comp
+                     if len(comp) > 1 or graph.has_edge(k, k)}
+        small = {k: fn for k, fn in functions.items()
+                 if k != entry and k not in recursive and _size(fn.body, SIZE + 1) <= SIZE}
+        if not small:
+            return module
+        fresh = [0]
+        rules = dict(functions)
+        for key, fn in functions.items():
+            body = fn.body
+            for _ in range(ROUNDS):
+                new = transform(body, lambda n: self._inline(n, small, fresh)
+                                if isinstance(n, ir.CallKnown) and n.function in small else n)
+                if new is body:
+                    break
+                body = new
+            if body is not fn.body:
+                rules[key] = replace(fn, body=body)
+        return ir.Module(module.source, rules, module.entry, module.dialect, dict(module.annotations))
+
+    def _inline(self, call: ir.CallKnown, small: dict, fresh: list) -> ir.Expr:
+        fn = small[call.function]
+        fresh[0] += 1
+        suffix = f".i{fresh[0]}"
+        bound = set(fn.params) | {x.name for x in walk(fn.body) if isinstance(x, (ir.Let, ir.Handle))}
+
+        def rename(n):
+            if isinstance(n, ir.Local) and n.name in bound:
+                return ir.Local(n.name + suffix, n.span)
+            if isinstance(n, (ir.Let, ir.Handle)) and n.name in bound:
+                return replace(n, name=n.name + suffix)
+            return n
+        out = transform(fn.body, rename)
+        for p, a in reversed(list(zip(fn.params, call.args))):
+            out = ir.Let(p + suffix, a, out, call.span)
+        self.inlined += 1
+        return out
+
+
+def _size(e, cap: int) -> int:
+    """The number of nodes of `e`, counting up to `cap`."""
+    n = 0
+    for _ in walk(e):
+        n += 1
+        if n >= cap:
+            break
+    return n
