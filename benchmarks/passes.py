@@ -1,0 +1,161 @@
+"""`hpgrem bench passes [--json]`: each optimizing pass on the benchmark it is for, before and
+after, and on a program it cannot help (docs/passes.md).
+
+`ENTRIES` is the table: one `PassEntry` per pass (a language's passes add their own rows). For
+each entry, on one PE: the counters the pass changes (from a run of code compiled to count) and
+the wall time of the machine's run (best of REPEATS, before and after alternated in one
+process); then the virtual time on 1, 4, 16 and 64 simulated PEs, and on 16 PEs as the link's
+start-up cost per hop varies. Figures are JSON rows `{"pass", "program", "metric", "pes",
+"startup_us", "before", "after", "unit"}`, or a table.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+HERE = Path(__file__).parent
+PARLOG = HERE / "parlog"
+EXAMPLES = HERE.parent / "examples" / "parlog"
+REPEATS = 5
+PES = (1, 4, 16, 64)
+STARTUPS_US = (1.0, 5.0, 50.0)  # link start-up per hop; the cost model's default is 5 us
+
+
+@dataclass(frozen=True)
+class PassEntry:
+    """A pass measured on `program`: the passes run before (`before`) and after (`after`: the
+    same plus the pass), the counters it changes, and `unhelped`, a program it cannot help."""
+
+    name: str
+    program: Path
+    counters: tuple[str, ...]
+    unhelped: Path
+    before: tuple[str, ...] = ()
+    parallel: bool = True  # measure virtual time on several PEs (a sequential program gains nothing)
+
+    @property
+    def after(self) -> tuple[str, ...]:
+        return (*self.before, self.name)
+
+
+ENTRIES: list[PassEntry] = [
+    PassEntry("index-rules", PARLOG / "primes.par", ("clause_tries", "guard_tests"), PARLOG / "fib24.par"),
+    PassEntry("tail-loop", PARLOG / "nrev30.par", ("looped", "reductions"), EXAMPLES / "univ.par",
+              parallel=False),
+    PassEntry("dest-passing", PARLOG / "nrev30.par", ("cells_in_place",), PARLOG / "fib24.par",
+              before=("tail-loop",), parallel=False),
+    PassEntry("order-nodes", PARLOG / "queens.par", ("suspensions", "enqueues"), PARLOG / "nrev30.par"),
+    PassEntry("lift", PARLOG / "fib24.par", ("exported",), PARLOG / "queens.par"),
+]
+
+
+@dataclass
+class Row:
+    """One figure before and after a pass (the keys `--json` promises)."""
+
+    pass_: str
+    program: str
+    metric: str
+    pes: int
+    startup_us: float | None
+    before: float
+    after: float
+    unit: str
+
+
+def _module(path: Path, passes: tuple[str, ...]):
+    from hpgrem.pipeline import Options, compile_file
+    return compile_file(str(path), Options(passes=passes)).complete()
+
+
+def _machine(module, counting: bool = False, **options):
+    from pam.machine import Machine
+    from pam.rules import ParlogRuntime
+    runtime = ParlogRuntime(module, counting) if module.language == "parlog" else None
+    return Machine(module, stream=io.StringIO(), runtime=runtime, **options)
+
+
+def counters(module, names: tuple[str, ...]) -> dict[str, float]:
+    """The counters of a counting run on one PE (reductions included)."""
+    stats = _machine(module, counting=True).run().stats
+    out = {"reductions": stats.reductions}
+    for name in names:
+        out[name] = sum(getattr(p, name) for p in stats.per_pe) if name != "reductions" else stats.reductions
+    return out
+
+
+def wall_times(a, b) -> tuple[float, float]:
+    """Best wall time of the machine's run of module a and of b, alternated in one process."""
+    best = [float("inf"), float("inf")]
+    for _ in range(REPEATS):
+        for i, module in enumerate((a, b)):
+            machine = _machine(module)
+            began = time.perf_counter()
+            machine.run()
+            best[i] = min(best[i], time.perf_counter() - began)
+    return best[0], best[1]
+
+
+def virtual(module, pes: int, startup_us: float | None = None) -> tuple[float, int]:
+    """Virtual time and tasks exported on `pes` simulated PEs (mesh), with a link start-up."""
+    from pam.costs import DEFAULT
+    costs = DEFAULT if startup_us is None else replace(DEFAULT, hop_startup=startup_us * 1e-6)
+    stats = _machine(module, pes=pes, costs=costs).run().stats
+    return stats.time, sum(p.exported for p in stats.per_pe)
+
+
+def measure(entry: PassEntry) -> list[Row]:
+    rows: list[Row] = []
+    for path, helped in ((entry.program, True), (entry.unhelped, False)):
+        a, b = _module(path, entry.before), _module(path, entry.after)
+        program = path.stem
+
+        def row(metric, pes, startup, before, after, unit):
+            rows.append(Row(entry.name, program, metric, pes, startup, before, after, unit))
+
+        ca, cb = counters(a, entry.counters), counters(b, entry.counters)
+        for name in dict.fromkeys((*entry.counters, "reductions")):
+            row(name, 1, None, ca[name], cb[name], "count")
+        ta, tb = wall_times(a, b)
+        row("wall", 1, None, ta, tb, "s")
+        if not (helped and entry.parallel):
+            continue
+        for pes in PES:
+            (va, xa), (vb, xb) = virtual(a, pes), virtual(b, pes)
+            row("virtual_time", pes, 5.0, va, vb, "s")
+            if pes > 1:
+                row("exported", pes, 5.0, xa, xb, "tasks")
+                if xa and xb:
+                    row("grain", pes, 5.0, ca["reductions"] / xa, cb["reductions"] / xb, "reductions/task")
+        for startup in STARTUPS_US:
+            (va, _), (vb, _) = virtual(a, 16, startup), virtual(b, 16, startup)
+            (one_a, _), (one_b, _) = virtual(a, 1, startup), virtual(b, 1, startup)
+            row("speedup", 16, startup, one_a / va, one_b / vb, "x")
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    head = f"{'pass':<13} {'program':<10} {'metric':<14} {'pes':>4} {'start-up':>9} {'before':>12} {'after':>12} {'after/before':>12}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        ratio = f"{r.after / r.before:.3f}" if r.before else "-"
+        startup = f"{r.startup_us:g} us" if r.startup_us is not None else "-"
+        lines.append(f"{r.pass_:<13} {r.program:<10} {r.metric:<14} {r.pes:>4} {startup:>9} "
+                     f"{r.before:>12.6g} {r.after:>12.6g} {ratio:>12}")
+    return "\n".join(lines)
+
+
+def rows(names: list[str] | None = None) -> list[Row]:
+    out: list[Row] = []
+    for entry in ENTRIES:
+        if not names or entry.name in names:
+            out.extend(measure(entry))
+    return out
+
+
+def to_json(rows_: list[Row]) -> str:
+    return json.dumps([{("pass" if k == "pass_" else k): v for k, v in asdict(r).items()} for r in rows_], indent=2)
