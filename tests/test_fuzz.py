@@ -22,6 +22,7 @@ import io
 import json
 import math
 import os
+import random
 import re
 import signal
 import subprocess
@@ -32,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
@@ -48,6 +49,10 @@ def _count(name: str, ci: int, long: int) -> int:
     value = os.environ.get(f"HPGREM_FUZZ_{name.upper()}")
     return int(value) if value else (long if LONG else ci)
 
+
+SEED = int(os.environ.get("HPGREM_FUZZ_SEED") or random.randrange(1 << 32))
+"""The random seed of long mode (HPGREM_FUZZ_SEED=N replays a run); normal mode is derandomized."""
+reseed = seed(SEED) if LONG else (lambda f: f)
 
 FUZZ_SETTINGS = dict(deadline=None, derandomize=not LONG, database=None, print_blob=True,
                      suppress_health_check=list(HealthCheck))
@@ -192,13 +197,14 @@ class Findings:
         sig = signature(status, stderr, report)
         if sig not in self.distinct:
             self.distinct[sig] = (detail, saved, 0)
-            print(f"\n--- new failure: {sig}\n{detail}", file=sys.__stderr__, flush=True)
+            print(f"\n--- new failure (HPGREM_FUZZ_SEED={SEED}): {sig}\n{detail}", file=sys.__stderr__, flush=True)
         d, s, n = self.distinct[sig]
         self.distinct[sig] = (d, s, n + 1)
 
     def finish(self) -> None:
         took = time.monotonic() - self.started
-        print(f"\nfuzz {self.name}: {self.tried} mutants in {took:.0f} s, exit statuses "
+        print(f"\nfuzz {self.name}: {self.tried} mutants in {took:.0f} s"
+              + (f" (HPGREM_FUZZ_SEED={SEED})" if LONG else "") + ", exit statuses "
               f"{dict(sorted(self.statuses.items(), key=str))}, {len(self.distinct)} distinct failures")
         for reason, n in self.known_seen.items():
             print(f"known ({n} mutants): {reason}")
@@ -365,6 +371,7 @@ def fuzz_source(findings: Findings, tmp: Path, case) -> None:
 def test_mutated_programs_never_crash_the_front_end(ext, findings, tmp_path):
     programs = PARLOG_PROGRAMS if ext == ".par" else ML_PROGRAMS
 
+    @reseed
     @settings(max_examples=_count("source", 200, 10_000), **FUZZ_SETTINGS)
     @given(source_case(programs, ext))
     def fuzz(case):
@@ -511,6 +518,7 @@ def compiled(tmp_path_factory):
 
 
 def test_mutated_hpg_files_are_refused_or_run(compiled, findings, tmp_path):
+    @reseed
     @settings(max_examples=_count("hpg", 300, 2_000), **FUZZ_SETTINGS)
     @given(st.sampled_from(HPG_PROGRAMS), st.lists(hpg_mutation, min_size=1, max_size=4), st.integers(0, 7))
     def fuzz(program, mutations, choice):
