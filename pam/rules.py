@@ -215,6 +215,7 @@ class _RelationCode:
         self.shape = shape
         self.e = rc.out
         self.blocks = 0  # `while True:` blocks around the code being emitted, inside the loop
+        self.loop_site = "ls"  # the call site a loop's task holds: a constant, or the local `ls`
 
     def args(self) -> str:
         return "(" + "".join(f"a{i}, " for i in range(self.rel.arity)) + ")"
@@ -228,6 +229,17 @@ class _RelationCode:
             self.e(f"    a{d} = d{d}.tail = Var()")
             self.e(f"    d{d} = None")
 
+    def fill_hole(self, x: str) -> None:
+        """A value read as None is the cell this loop is building (the call's input holds its
+        own output): the cell gets its variable now, as at -O0 it would have had one."""
+        d = self.shape.dest
+        e = self.e
+        e(f"if {x} is None:")
+        e(f"    if d{d} is not None:")
+        e(f"        a{d} = d{d}.tail = Var()")
+        e(f"        d{d} = None")
+        e(f"    {x} = a{d}")
+
     def leave(self) -> None:
         """Before the step returns anything but its loop state: the task holds this iteration's
         goal and the PE learns the reductions the loop ran."""
@@ -238,15 +250,18 @@ class _RelationCode:
         e("if n:")
         e("    METER[1] = n")
         e(f"    t.args = {self.args()}")
-        e("    t.site = ls")
+        e(f"    t.site = {self.loop_site}")
 
     def emit(self) -> None:
         e, rel, shape = self.e, self.rel, self.shape
         if shape.loop:
+            sites = {c.self_call().span for g in rel.groups for cl in g if (c := _ClauseCode(self, cl)).self_call()}
+            self.loop_site = self.rc.site(next(iter(sites))) if len(sites) == 1 else "ls"
             e("n = 0")
             e("m = METER[0]")
             e("lp = False")
-            e("ls = None")
+            if self.loop_site == "ls":
+                e("ls = None")
             if shape.dest is not None:
                 e(f"d{shape.dest} = None")
             e("while True:")
@@ -255,10 +270,7 @@ class _RelationCode:
         for i, mode in enumerate(rel.modes):
             if mode == "?" and any(not isinstance(c.head[i], Var) for g in rel.groups for c in g):
                 if shape.dest is not None:  # only a call whose input holds its own output meets the hole
-                    e(f"if a{i} is None:")
-                    e(f"    a{shape.dest} = d{shape.dest}.tail = Var()")
-                    e(f"    d{shape.dest} = None")
-                    e(f"    a{i} = a{shape.dest}")
+                    self.fill_hole(f"a{i}")
                 e(f"if type(a{i}) is Var: a{i} = deref(a{i})")
         e("s = None")
         for group in rel.groups:
@@ -362,17 +374,40 @@ class _RelationCode:
     def clause_block(self, item) -> None:
         clause, known = item
         e = self.e
+        code = _ClauseCode(self, clause)
+        if known and not self.can_mismatch(clause):  # it commits: no block to break out of
+            self.rc.count("clause_tries")
+            code.match_head(self.shape.switch)
+            code.commit()
+            return
         e("while True:")
         e.indent()
         self.blocks += 1
         self.rc.count("clause_tries")
-        code = _ClauseCode(self, clause)
         code.match_head(self.shape.switch if known else None)
         code.guards(clause.guard)
         code.commit()
         self.blocks -= 1
         e.dedent()
         self.after_block()
+
+    def can_mismatch(self, clause: Clause) -> bool:
+        """Whether the clause, its switch key tested, may still fail to match or suspend: a
+        guard, or an input pattern that is more than new variables (below the switched one's
+        principal functor)."""
+        if clause.guard:
+            return True
+        seen: set[int] = set()
+        for i, (mode, pat) in enumerate(zip(self.rel.modes, clause.head)):
+            if mode != "?":
+                continue
+            parts = pat.args if i == self.shape.switch and isinstance(pat, Struct) else \
+                () if i == self.shape.switch else (pat,)
+            for p in parts:
+                if not isinstance(p, Var) or p.index in seen:
+                    return True
+                seen.add(p.index)
+        return False
 
     def shared_block(self, items) -> None:
         """Clauses with the same input patterns: one match; then each clause's guard and
@@ -520,13 +555,7 @@ class _ClauseCode:
             todo.extend(reversed(later))
 
     def fill_hole(self, x: str) -> None:
-        """A tail read as None is the cell this loop is building (the call's input holds its own
-        output): it gets its variable now, as at -O0 it would have had one."""
-        d = self.shape.dest
-        e = self.e
-        e(f"if {x} is None:")
-        e(f"    {x} = a{d} = d{d}.tail = Var()")
-        e(f"    d{d} = None")
+        self.code.fill_hole(x)
 
     # -- guards ---------------------------------------------------------------------------------
     def guard(self, g: Call) -> None:
@@ -833,6 +862,8 @@ class _ClauseCode:
         e(f"if d{d} is not None:")
         e(f"    d{d}.tail = {c}")
         e(f"    d{d} = {c}")
+        if self.rc.counting:
+            e("    ST.cells_in_place += 1")
         e(f"elif type(a{d}) is Var and a{d}.val is None and a{d}.susp is None:")
         e(f"    a{d}.val = {c}")
         e(f"    d{d} = {c}")
@@ -904,15 +935,19 @@ class _ClauseCode:
         slice lasts; else the task holds the call and goes back to the PE."""
         e = self.e
         e(f"{', '.join(f'a{i}' for i in range(self.rel.arity))}{',' if self.rel.arity == 1 else ''} = {args}")
-        e(f"ls = {self.rc.site(c.span)}")
+        if self.code.loop_site == "ls":
+            e(f"ls = {self.rc.site(c.span)}")
         e("if n < m:")
         e("    n += 1")
-        e("    lp = True")
-        e("    break")
+        if self.code.blocks:
+            e("    lp = True")
+            e("    break")
+        else:  # no block to leave: straight round
+            e("    continue")
         self.code.close_hole()
         e("METER[1] = n")
         e(f"t.args = {self.code.args()}")
-        e("t.site = ls")
+        e(f"t.site = {self.rc.site(c.span)}")
         e("return t")
 
     def task_args(self, c: Call) -> str:
