@@ -13,8 +13,8 @@ from pam.errors import Halt, ProgramFailure
 from pam.goal import Goal
 from pam.step import declare
 from pam.task import Seq
-from pam.terms import (NIL, Cons, Struct, Var, args_of, deref, first_unbound_from, from_list,
-                       functor_of, make_struct, mkatom, to_list)
+from pam.terms import (NIL, Cons, GroundCheck, Struct, Var, args_of, deref, from_list, functor_of,
+                       make_struct, mkatom, to_list)
 from pam.unify import match_eq
 from pam.write import write_term
 
@@ -246,10 +246,10 @@ def build(pe, lookup) -> dict:
     def write_step(t):
         """write/1 as a waiting task: it resumes its ground check where it stopped."""
         term, *rest = t.args
-        stack = rest[0] if rest else [term]
-        v = first_unbound_from(stack)
+        check = rest[0] if rest else GroundCheck(term)
+        v = check.first_unbound()
         if v is not None:
-            t.args = (term, stack)
+            t.args = (term, check)
             return [v]
         emit(write_term(term))
 

@@ -4,6 +4,12 @@ Value nodes: atoms are interned Python `str`, numbers are `int` and `float`, str
 `Struct`, list cells are `Cons` (the functor `'[|]'/2`). A `Var` is a write-once cell: `val` is
 None until bound; `susp` lists the tasks suspended on it. A bound variable may point to another
 variable; `deref` follows such chains.
+
+Terms may be cyclic: unification has no occurs check (as in PARLOG systems and SWI-Prolog), so
+`X = f(X)` makes a rational tree. Every walk over terms must end on one. The walks here and in
+pam.unify, pam.write, pam.arith and pam.pack run as plain loops on the common, acyclic path and
+only after CHECK_AFTER compound terms start paying for cycle detection (`is_acyclic`, or a set of
+the terms met), so small terms never pay for it.
 """
 
 from __future__ import annotations
@@ -12,6 +18,9 @@ import sys
 
 NIL = sys.intern("[]")
 CONS_NAME = sys.intern("[|]")
+
+# Compound terms (or list cells) a walk meets before it looks out for cycles.
+CHECK_AFTER = 10_000
 
 
 def mkatom(name: str) -> str:
@@ -99,35 +108,171 @@ def from_list(items, tail=NIL):
 
 
 def to_list(t) -> tuple[list, object]:
-    """The elements of a (partial) list and what ends it (NIL, an unbound Var, or junk)."""
+    """The elements of a (partial) list and what ends it (NIL, an unbound Var, or junk). A cyclic
+    list ends in itself: its end is the cell where the walk found the cycle (a Cons)."""
     items = []
     t = deref(t)
+    # Brent's cycle detection along the tail: `mark` is a cell met before, moved at powers of two.
+    mark, power, steps = None, 1, 0
     while type(t) is Cons:
         items.append(t.head)
         t = deref(t.tail)
+        if t is mark:
+            return items, t
+        steps += 1
+        if steps == power:
+            mark, power, steps = t, power * 2, 0
     return items, t
 
 
-def first_unbound_from(stack: list):
-    """The first unbound variable (depth first, left to right) of what the stack holds, or None
-    when it is all ground. A variable found stays on top, so a later call resumes there instead
-    of starting over (a writer waiting on a growing stream would otherwise walk it again at every
-    element)."""
+class GroundCheck:
+    """Whether a term is ground yet, resumable: `first_unbound()` walks the term until an unbound
+    variable, which stays on top of the stack, so the next call resumes there instead of
+    starting over (a writer waiting on a growing stream would otherwise walk it again at every
+    element). Past CHECK_AFTER compound terms it remembers the ones it has walked, so a cyclic
+    term is walked once."""
+
+    __slots__ = ("stack", "budget", "seen")
+
+    def __init__(self, term) -> None:
+        self.stack = [term]
+        self.budget = CHECK_AFTER
+        self.seen: set | None = None
+
+    def first_unbound(self):
+        """The first unbound variable (depth first, left to right) left, or None when ground."""
+        stack = self.stack
+        while stack:
+            x = stack.pop()
+            while type(x) is Var:
+                v = x.val
+                if v is None:
+                    stack.append(x)
+                    return x
+                x = v
+            tx = type(x)
+            if tx is Cons or tx is Struct:
+                if self.seen is None:
+                    self.budget -= 1
+                    if self.budget <= 0:
+                        self.seen = set()
+                elif id(x) in self.seen:
+                    continue
+                else:
+                    self.seen.add(id(x))
+                if tx is Cons:
+                    stack.append(x.tail)
+                    stack.append(x.head)
+                else:
+                    stack.extend(reversed(x.args))
+        return None
+
+
+def is_acyclic(term) -> bool:
+    """Whether no compound term of `term` contains itself."""
+    return measure(term) is not None
+
+
+def measure(term, parts=None) -> int | None:
+    """None when some compound term of `term` contains itself; else how many compound terms (and
+    list cells) the check walked: the size of the term as a graph, each shared part counted once
+    (lists along a tail may count more than once). `parts(x)`, when given, names the parts of
+    values of other classes (a tuple, or None for a leaf); pam.pack passes it.
+
+    A depth-first walk that keeps the compound terms on the current path and those finished. List
+    cells along a tail are not kept: each list is walked along its tail with Brent's cycle
+    detection, so a long acyclic list costs no memory. Any other cycle goes through an argument
+    (or a head), and the term that argument leads to is kept, so meeting it again on the path
+    is the cycle."""
+    on_path: set = set()
+    done: set = set()
+    size = 0
+    stack = [deref(term)]
     while stack:
         x = stack.pop()
-        while type(x) is Var:
-            v = x.val
-            if v is None:
-                stack.append(x)
-                return x
-            x = v
         tx = type(x)
-        if tx is Cons:
-            stack.append(x.tail)
-            stack.append(x.head)
-        elif tx is Struct:
-            stack.extend(reversed(x.args))
-    return None
+        if tx is _Leave:  # the compound term of that id and all its parts are finished
+            on_path.discard(x.ident)
+            done.add(x.ident)
+            continue
+        i = id(x)
+        if i in on_path:
+            return None
+        if i in done:
+            continue
+        size += 1
+        kids: list = []
+        if tx is Struct:
+            for a in x.args:
+                a = deref(a)
+                if type(a) not in _LEAVES:
+                    kids.append(a)
+        elif tx is Cons:
+            mark, power, steps = None, 1, 0
+            t = x
+            while True:
+                h = deref(t.head)
+                if type(h) not in _LEAVES:
+                    kids.append(h)
+                t = deref(t.tail)
+                if type(t) is not Cons:
+                    break
+                if t is mark:
+                    return None  # a cycle along the tail
+                size += 1
+                steps += 1
+                if steps == power:
+                    mark, power, steps = t, power * 2, 0
+            if type(t) not in _LEAVES:
+                kids.append(t)
+        elif parts is not None:
+            for a in parts(x) or ():
+                a = deref(a)
+                if type(a) not in _LEAVES:
+                    kids.append(a)
+        if not kids and tx is not Cons:
+            continue  # nothing below it can lead back to it (a list is kept: its tail may be long)
+        on_path.add(i)
+        stack.append(_Leave(i))
+        stack.extend(kids)
+    return size
+
+
+class _Leave:
+    """On `is_acyclic`'s stack: the walk leaves the compound term `ident` here."""
+
+    __slots__ = ("ident",)
+
+    def __init__(self, ident: int) -> None:
+        self.ident = ident
+
+
+_LEAVES = frozenset({str, int, float, bool, Var, type(None)})
+
+
+def subterms(terms):
+    """Every subterm of `terms`, dereferenced, depth first. Past CHECK_AFTER compound terms it
+    skips those already met, so a cyclic term is walked once (and a shared one at most twice)."""
+    stack = list(reversed(terms))
+    budget, seen = CHECK_AFTER, None
+    while stack:
+        x = deref(stack.pop())
+        yield x
+        tx = type(x)
+        if tx is Cons or tx is Struct:
+            if seen is None:
+                budget -= 1
+                if budget <= 0:
+                    seen = set()
+            elif id(x) in seen:
+                continue
+            else:
+                seen.add(id(x))
+            if tx is Cons:
+                stack.append(x.tail)
+                stack.append(x.head)
+            else:
+                stack.extend(reversed(x.args))
 
 
 def var_name(var: Var, names: dict[int, str]) -> str:
@@ -141,13 +286,7 @@ def var_name(var: Var, names: dict[int, str]) -> str:
 def unbound_vars(terms) -> list:
     """The unbound variables of `terms`, in order of first appearance."""
     found: dict[int, Var] = {}
-    stack = list(reversed(terms))
-    while stack:
-        x = deref(stack.pop())
+    for x in subterms(terms):
         if type(x) is Var:
             found.setdefault(id(x), x)
-        elif type(x) is Cons:
-            stack += [x.tail, x.head]
-        elif type(x) is Struct:
-            stack.extend(reversed(x.args))
     return list(found.values())

@@ -1,17 +1,22 @@
 """Unification (body `=` and output arguments) and the equality test of guards (`==`).
 
 Both walk terms with an explicit stack: long lists must not reach Python's recursion limit.
+Terms may be cyclic (no occurs check): past CHECK_AFTER pairs of compound terms, both remember the
+pairs they have met, and a pair met again is skipped (it is being made equal, or compared,
+already), which ends the walk on cyclic terms as in SWI-Prolog: `X = f(X), Y = f(Y), X = Y`
+succeeds. Below that, walks pay nothing for it.
 """
 
 from __future__ import annotations
 
-from pam.terms import Cons, Struct, Var
+from pam.terms import CHECK_AFTER, Cons, Struct, Var
 
 
 def unify(a, b, bind) -> bool:
     """Make `a` and `b` equal, binding variables with `bind(var, value)`; False on a clash."""
     stack = [a, b]
     pop = stack.pop
+    budget, met = CHECK_AFTER, None  # `met`: pairs of compound terms met, once past the budget
     while stack:
         y = pop()
         x = pop()
@@ -37,14 +42,24 @@ def unify(a, b, bind) -> bool:
             continue
         if tx is not ty:
             return False
-        if tx is Cons:
-            stack.extend((x.tail, y.tail, x.head, y.head))
-        elif tx is Struct:
-            if x.name != y.name or len(x.args) != len(y.args):
-                return False
-            for i in range(len(x.args) - 1, -1, -1):
-                stack.append(x.args[i])
-                stack.append(y.args[i])
+        if tx is Cons or tx is Struct:
+            if met is None:
+                budget -= 1
+                if not budget:
+                    met = set()
+            else:
+                key = id(x) << 64 | id(y)
+                if key in met:
+                    continue
+                met.add(key)
+            if tx is Cons:
+                stack.extend((x.tail, y.tail, x.head, y.head))
+            else:
+                if x.name != y.name or len(x.args) != len(y.args):
+                    return False
+                for i in range(len(x.args) - 1, -1, -1):
+                    stack.append(x.args[i])
+                    stack.append(y.args[i])
         elif x != y:
             return False
     return True
@@ -56,6 +71,7 @@ def match_eq(a, b):
     stack = [a, b]
     pop = stack.pop
     waits = None
+    budget, met = CHECK_AFTER, None
     while stack:
         y = pop()
         x = pop()
@@ -80,14 +96,24 @@ def match_eq(a, b):
             continue
         if tx is not ty:
             return False
-        if tx is Cons:
-            stack.extend((x.tail, y.tail, x.head, y.head))
-        elif tx is Struct:
-            if x.name != y.name or len(x.args) != len(y.args):
-                return False
-            for i in range(len(x.args) - 1, -1, -1):
-                stack.append(x.args[i])
-                stack.append(y.args[i])
+        if tx is Cons or tx is Struct:
+            if met is None:
+                budget -= 1
+                if not budget:
+                    met = set()
+            else:
+                key = id(x) << 64 | id(y)
+                if key in met:
+                    continue
+                met.add(key)
+            if tx is Cons:
+                stack.extend((x.tail, y.tail, x.head, y.head))
+            else:
+                if x.name != y.name or len(x.args) != len(y.args):
+                    return False
+                for i in range(len(x.args) - 1, -1, -1):
+                    stack.append(x.args[i])
+                    stack.append(y.args[i])
         elif x != y:
             return False
     return True if waits is None else waits

@@ -4,14 +4,17 @@ Spacing follows SWI's rule: a space goes between two tokens only where they woul
 read as one (two alphanumeric tokens, or two symbol-char tokens), plus a space after a prefix
 `-` before a number (`- 1` is not the number -1) and before a parenthesised operand (`- (a+b)`).
 The writer works from an explicit stack, so a list of a million elements or a deeply nested term
-prints without recursion.
+prints without recursion. A cyclic term prints as SWI-Prolog 9 prints it, `@(Skeleton, [S_1=...])`
+(`write_cyclic`); the writer looks for cycles only once it has met CHECK_AFTER compound terms.
+Integers print in full however long (`int_text`).
 """
 
 from __future__ import annotations
 
+import decimal
 import math
 
-from pam.terms import Cons, Struct, Var, var_name
+from pam.terms import CHECK_AFTER, Cons, Struct, Var, is_acyclic, var_name
 
 # SWI-Prolog 9's default operator table (what write/1 consults): name -> (priority, type).
 INFIX = {
@@ -88,12 +91,22 @@ def _char_class(c: str) -> int:
 class _Writer:
     """Tokens out, with SWI's spacing between them."""
 
-    __slots__ = ("parts", "last", "names")
+    __slots__ = ("parts", "last", "names", "root", "budget")
 
-    def __init__(self, names: dict[int, str]) -> None:
+    def __init__(self, names: dict[int, str], root) -> None:
         self.parts: list[str] = []
         self.last = ""
         self.names = names
+        self.root = root
+        self.budget = CHECK_AFTER  # compound terms to write before checking the term for cycles
+
+    def spend(self, n: int) -> None:
+        """Count `n` compound terms written; past the budget, a cyclic term stops this writer."""
+        self.budget -= n
+        if self.budget <= 0:
+            if not is_acyclic(self.root):
+                raise _Cyclic
+            self.budget = math.inf
 
     def token(self, text: str) -> None:
         if self.last and text:
@@ -120,6 +133,10 @@ class _Writer:
         self.last = " "
 
 
+class _Cyclic(Exception):
+    """The term being written is cyclic: it is written factorized instead."""
+
+
 class _Punct(str):
     """A piece of punctuation on the work stack (never spaced)."""
 
@@ -132,7 +149,15 @@ def _deref(t):
 
 def write_term(t, var_names: dict[int, str] | None = None) -> str:
     """`t` as `write/1` prints it; unbound variables print as `_G<n>` (numbered per `var_names`)."""
-    w = _Writer(var_names if var_names is not None else {})
+    names = var_names if var_names is not None else {}
+    try:
+        return _write_tree(t, names)
+    except _Cyclic:
+        return write_cyclic(t, names)
+
+
+def _write_tree(t, names: dict[int, str]) -> str:
+    w = _Writer(names, t)
     stack: list = [(t, 1200)]
     while stack:
         item = stack.pop()
@@ -147,6 +172,130 @@ def write_term(t, var_names: dict[int, str] | None = None) -> str:
         else:
             _write(w, item[0], item[1], stack, False)
     return "".join(w.parts)
+
+
+def write_cyclic(t, names: dict[int, str]) -> str:
+    """A cyclic term as SWI-Prolog 9's write/1 prints it: `@(Skeleton, [S_1=Value, ...])`.
+
+    As SWI's '$factorize_term' and its `only_cycles` do: a depth-first, left-to-right walk finds
+    the compound terms met twice (in the order of their second meeting); each becomes a variable
+    S bound to a copy of it whose parts are those variables. Then, in that order, a variable
+    whose binding is acyclic is bound for good (its term is written in place); the others stay
+    unbound and are listed, named S_1, S_2, ... in order."""
+    shared: dict[int, Var] = {}  # id of a term met twice -> its variable, in order
+    terms: dict[int, object] = {}  # id of a term met twice -> the term
+    met: set[int] = set()
+    stack = [t]
+    while stack:
+        x = _deref(stack.pop())
+        tx = type(x)
+        if tx is not Cons and tx is not Struct:
+            continue
+        if id(x) in met:
+            if id(x) not in shared:
+                shared[id(x)] = Var()
+                terms[id(x)] = x
+            continue
+        met.add(id(x))
+        if tx is Cons:
+            stack.append(x.tail)
+            stack.append(x.head)
+        else:
+            stack.extend(reversed(x.args))
+    # Terms met once form trees between the shared ones, so these copies end.
+    skeleton = _copy(t, shared, False)
+    values = {i: _copy(terms[i], shared, True) for i in shared}
+    kept = []
+    for i, v in shared.items():
+        v.val = values[i]
+        if not is_acyclic(v):
+            v.val = None
+            kept.append((v, values[i]))
+    for n, (v, _) in enumerate(kept, 1):
+        names[id(v)] = f"S_{n}"
+    try:
+        return _write_tree(Struct("@", (skeleton, _list([Struct("=", pair) for pair in kept]))), names)
+    finally:
+        for v, _ in kept:  # the ids of these variables may be reused once they are gone
+            del names[id(v)]
+
+
+_VISIT, _VISIT_ITSELF, _BUILD = 0, 1, 2
+
+
+def _copy(t, shared: dict[int, Var], itself: bool):
+    """A copy of `t` in which every term of `shared` is its variable (but `t` itself, at the top,
+    when `itself`). Built bottom-up from a post-order walk: a deep term needs no recursion."""
+    out: list = []
+    stack: list = [(t, _VISIT_ITSELF if itself else _VISIT)]
+    while stack:
+        x, state = stack.pop()
+        if state == _BUILD:
+            if type(x) is Cons:
+                tail = out.pop()
+                out.append(Cons(out.pop(), tail))
+            else:
+                n = len(x.args)
+                args = tuple(out[len(out) - n:])
+                del out[len(out) - n:]
+                out.append(Struct(x.name, args))
+            continue
+        x = _deref(x)
+        tx = type(x)
+        if tx is not Cons and tx is not Struct:
+            out.append(x)
+        elif state == _VISIT and id(x) in shared:
+            out.append(shared[id(x)])
+        else:
+            stack.append((x, _BUILD))
+            if tx is Cons:
+                stack.append((x.tail, _VISIT))
+                stack.append((x.head, _VISIT))
+            else:
+                stack.extend((a, _VISIT) for a in reversed(x.args))
+    return out[0]
+
+
+def _list(items):
+    result = "[]"
+    for x in reversed(items):
+        result = Cons(x, result)
+    return result
+
+
+def int_text(n: int) -> str:
+    """The decimal digits of `n`, however many: Python's `str` refuses more than 4,300 digits
+    (and is quadratic), so long ones are converted as CPython 3.12's _pylong does, by halves
+    through `decimal`, whose multiplication is fast."""
+    if -_STR_LIMIT < n < _STR_LIMIT:
+        return str(n)
+    D = decimal.Decimal
+    powers: dict[int, decimal.Decimal] = {}
+
+    def power(w: int):  # 2 ** w as a Decimal, memoised
+        p = powers.get(w)
+        if p is None:
+            p = D(2) ** w if w <= 128 else power(w >> 1) * power(w - (w >> 1))
+            powers[w] = p
+        return p
+
+    def convert(x: int, w: int):  # `x` (< 2 ** w) as a Decimal; depth log2(w / 128)
+        if w <= 128:
+            return D(x)
+        half = w >> 1
+        hi = x >> half
+        return convert(x - (hi << half), half) + convert(hi, w - half) * power(half)
+
+    with decimal.localcontext() as ctx:
+        ctx.prec = decimal.MAX_PREC
+        ctx.Emax = decimal.MAX_EMAX
+        ctx.Emin = decimal.MIN_EMIN
+        ctx.traps[decimal.Inexact] = True
+        text = str(convert(abs(n), abs(n).bit_length()))
+    return "-" + text if n < 0 else text
+
+
+_STR_LIMIT = 10 ** 3000  # below this, `str` is fast and allowed
 
 
 class _Infix:
@@ -175,7 +324,7 @@ def _write(w: _Writer, term, prec: int, stack: list, operand: bool) -> None:
     if tt is Var:
         w.token(var_name(term, w.names))
     elif tt is int:
-        w.token(str(term))
+        w.token(int_text(term))
     elif tt is float:
         w.token(format_float(term))
     elif tt is str:
@@ -188,6 +337,7 @@ def _write(w: _Writer, term, prec: int, stack: list, operand: bool) -> None:
     elif tt is Cons:
         _push_list(w, term, stack)
     elif tt is Struct:
+        w.spend(1)
         _push_struct(w, term, prec, stack)
     else:
         w.token(str(term))
@@ -197,12 +347,18 @@ def _push_list(w: _Writer, term: Cons, stack: list) -> None:
     w.punct("[")
     items = []
     t = term
+    pending = 0  # cells not yet counted against the writer's budget
     while True:
         items.append(t.head)
+        pending += 1
         tail = _deref(t.tail)
         if type(tail) is not Cons:
             break
         t = tail
+        if pending >= w.budget:
+            w.spend(pending)  # a cyclic list stops the writer here
+            pending = 0
+    w.spend(pending)
     stack.append(_Punct("]"))
     if not (type(tail) is str and tail == "[]"):
         stack.append((tail, 999))
@@ -274,11 +430,21 @@ def _priority(t) -> int:
 def _starts_with_digit(t) -> bool:
     """Whether the text of `t` begins with a digit (a non-negative number, or an infix term
     whose leftmost operand does)."""
+    met = None  # past CHECK_AFTER operators, those met: a cycle of left operands ends the walk
+    budget = CHECK_AFTER
     while True:
         t = _deref(t)
         if type(t) in (int, float):
             return t >= 0 and math.copysign(1.0, t) > 0
         if type(t) is Struct and len(t.args) == 2 and t.name in INFIX:
+            if met is not None:
+                if id(t) in met:
+                    return False  # the writer finds the cycle and writes the term factorized
+                met.add(id(t))
+            else:
+                budget -= 1
+                if not budget:
+                    met = set()
             t = t.args[0]
             continue
         return False
