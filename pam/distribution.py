@@ -20,7 +20,7 @@ from pam.errors import ProgramFailure
 from pam.pack import Codec, GlobalRef, pack, size_bytes, unpack
 from pam.task import AndGroup, Task, TaskKind
 from pam.termination import Safra
-from pam.terms import Cons, Struct, Var, deref
+from pam.terms import Struct, Var, deref, subterms
 from pam.transport import Message
 
 INITIAL_WEIGHT = 1 << 30
@@ -376,20 +376,12 @@ class Net:
 
 
 def _proxies(terms) -> list[Var]:
-    """Unbound proxies reachable from `terms`."""
-    found, stack, seen = [], list(terms), set()
-    while stack:
-        t = stack.pop()
-        while type(t) is Var and t.val is not None:
-            t = t.val
-        if type(t) is Var:
-            if type(t.susp) is RemoteWaiters and id(t) not in seen:
-                seen.add(id(t))
-                found.append(t)
-        elif type(t) is Cons:
-            stack += [t.head, t.tail]
-        elif type(t) is Struct:
-            stack.extend(t.args)
+    """Unbound proxies reachable from `terms` (which may be cyclic: `subterms` ends on them)."""
+    found, seen = [], set()
+    for t in subterms(terms):
+        if type(t) is Var and type(t.susp) is RemoteWaiters and id(t) not in seen:
+            seen.add(id(t))
+            found.append(t)
     return found
 
 
