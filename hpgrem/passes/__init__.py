@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the tables are read without loading the IR (`hpgrem ir --he
 # name -> "module:Class"; the optimizing passes, in the order `-O2` runs them.
 PASS_TABLE: dict[str, str] = {
     "ml-flatten": "hpgrem.passes.ml_flatten:MLFlatten",
+    "ml-grain": "hpgrem.passes.ml_grain:MLGrain",
     "ml-inline": "hpgrem.passes.ml_inline:MLInline",
     "simplify": "hpgrem.passes.simplify:Simplify",
     "prune-unreachable": "hpgrem.passes.prune:PruneUnreachable",
