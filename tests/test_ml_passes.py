@@ -5,10 +5,17 @@ still hold in the fast shapes."""
 
 from __future__ import annotations
 
+import io
 import time
 
 import pytest
-from conftest import hpgrem
+from conftest import ROOT, compile_source, hpgrem
+from hypothesis import HealthCheck, given, settings
+from ml_gen import programs
+
+from hpgrem import ir
+from pam.errors import Uncaught
+from pam.machine import Machine
 
 FIB = "fun fib n = if n < 2 then n else fib (n - 1) + fib (n - 2)\n"
 TAK = "fun tak (x, y, z) = if y < x then tak (tak (x - 1, y, z), tak (y - 1, z, x), tak (z - 1, x, y)) else z\n"
@@ -47,3 +54,152 @@ def test_a_million_deep_non_tail_recursion_runs(tmp_path, opt):
                     'val _ = print (Int.toString (down 1000000) ^ " " ^ Int.toString (sum (10, 0)) ^ "\\n")\n')
     r = hpgrem("run", str(path), opt, timeout=300)
     assert (r.returncode, r.stdout) == (0, "1000000 30\n"), r.stderr
+
+
+# ---- every pass alone and all together print what -O0 prints -----------------------------------
+
+ML_PASSES = ("ml-flatten", "ml-grain", "ml-inline", "ml-ranges", "ml-batch-counts")
+ALL = ("ml-flatten", "ml-grain", "ml-inline", "simplify", "prune-unreachable", "ml-ranges", "ml-batch-counts")
+
+
+def outcome(text: str, passes: tuple[str, ...] | None, pes: int = 1, **options) -> tuple[str, str | None]:
+    """What a program prints and the exception it ends with, compiled with exactly `passes`
+    (None: -O2), run in-process."""
+    module = compile_source(text, "t.sml", **({"opt": 2} if passes is None else {"passes": passes}))
+    out = io.StringIO()
+    try:
+        Machine(module, stream=out, pes=pes, topology=None if pes == 1 else "mesh:4x4", **options).run()
+    except Uncaught as u:
+        return out.getvalue(), u.message
+    return out.getvalue(), None
+
+
+@given(programs(warnings=None))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+def test_random_programs_print_the_same_with_each_ml_pass(text):
+    base = outcome(text, ())
+    for p in ML_PASSES:
+        assert outcome(text, (p,)) == base, f"{p}:\n{text}"
+    assert outcome(text, ALL) == base, f"all:\n{text}"
+    assert outcome(text, None, pes=16) == base, f"-O2 on 16 PEs:\n{text}"
+
+
+EXAMPLES = sorted((ROOT / "examples" / "ml").glob("*.sml")) + sorted((ROOT / "benchmarks" / "ml").glob("*.sml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_examples_print_the_same_with_each_ml_pass(path):
+    text = path.read_text()
+    base = outcome(text, ())
+    for p in (*ML_PASSES, ALL):
+        assert outcome(text, p if isinstance(p, tuple) else (p,)) == base, p
+
+
+@pytest.mark.parametrize("path", [p for p in EXAMPLES if p.stem in ("par_fib", "par_tree", "par_mergesort", "pfib30")],
+                         ids=lambda p: p.name)
+def test_parallel_examples_on_sixteen_pes_at_O2(path):
+    text = path.read_text()
+    assert outcome(text, None, pes=16) == outcome(text, ())
+
+
+# ---- what each pass does ------------------------------------------------------------------------
+
+def functions(text: str, passes: tuple[str, ...]):
+    return compile_source(text, "t.sml", passes=passes)
+
+
+def test_ml_flatten_passes_tuple_items_and_keeps_a_wrapper():
+    m = functions(TAK + "val t = (18, 12, 6)\nval _ = print (Int.toString (tak (18, 12, 6) + tak t))\n",
+                  ("ml-flatten",))
+    worker = next(f for k, f in m.functions.items() if k.endswith("/flat") and f.name == "tak")
+    assert worker.arity == 3
+    calls = [x for f in m.functions.values() for x in ir.walk(f.body) if isinstance(x, ir.CallKnown)]
+    assert all(not any(isinstance(a, ir.Tuple) for a in c.args) for c in calls if c.function == worker.key)
+    wrapper = m.functions[worker.key[: -len("/flat")]]
+    assert isinstance(wrapper.body, ir.CallKnown) and wrapper.body.function == worker.key
+
+
+def test_ml_flatten_keeps_the_evaluation_of_unused_items():
+    text = ('fun f (x, _, z) = x + z\n'
+            'val _ = print (Int.toString (f (1, (print "a"; 2), (print "b"; 3))) ^ "\\n")\n')
+    assert outcome(text, ("ml-flatten",)) == outcome(text, ()) == ("ab4\n", None)
+
+
+def test_ml_inline_inlines_small_functions_only():
+    text = ("fun sq x = x * x\nfun add (a, b) = a + b\n"
+            "fun loop (i, acc) = if i = 0 then acc else loop (i - 1, add (acc, sq i))\n"
+            'val _ = print (Int.toString (loop (10, 0)) ^ "\\n")\n')
+    m = functions(text, ("ml-inline", "prune-unreachable"))
+    assert not any(f.name in ("sq", "add") for f in m.functions.values())
+    assert any(f.name == "loop" for f in m.functions.values())
+    assert outcome(text, ("ml-inline",)) == outcome(text, ()) == ("385\n", None)
+
+
+def test_ml_ranges_drops_the_checks_a_guard_makes_needless():
+    m = functions(FIB + "val _ = fib 10\n" + TAK + "val _ = tak (3, 2, 1)\n", ("ml-ranges",))
+    notes = {f.name: m.annotation(k, "overflow") for k, f in m.functions.items() if f.name in ("fib", "tak")}
+    assert notes["fib"][1:] == ("lohi", "", "")  # fib (n - 1) + fib (n - 2) with n >= 2
+    assert notes["tak"][1:] == ("", "lo", "lo")  # x - 1 with x > y; y - 1 and z - 1 only downwards
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("fun f n = if n > ~4611686018427387904 then n - 1 else 0\nval _ = print (Int.toString (f (~4611686018427387903)))\n",
+     ("~4611686018427387904", None)),
+    ("fun f n = n - 1\nval _ = print (Int.toString (f (~4611686018427387904)))\n", ("", "uncaught exception Overflow")),
+    ("fun f n = if n < 4611686018427387903 then n + 1 else n\nval _ = print (Int.toString (f 4611686018427387902))\n",
+     ("4611686018427387903", None)),
+    ("fun f n = if n >= 0 then n * 2 else 0\nval _ = print (Int.toString (f 4611686018427387903))\n",
+     ("", "uncaught exception Overflow")),
+    ("fun f n = ~ n\nval _ = print (Int.toString (f (~4611686018427387904)))\n", ("", "uncaught exception Overflow")),
+])
+def test_overflow_still_raised_at_the_edges(text, expected):
+    assert outcome(text, ("ml-ranges",)) == outcome(text, ()) == expected
+
+
+def test_a_stale_or_malformed_overflow_note_keeps_every_check():
+    from pam.ml.codegen import _overflow_checks
+    m = functions(FIB + "val _ = fib 10\n", ("ml-ranges",))
+    key, fn = next((k, f) for k, f in m.functions.items() if f.name == "fib")
+    note = m.annotation(key, "overflow")
+    assert len(_overflow_checks(fn, note)) == 3
+    assert _overflow_checks(fn, ("0000000000000000",) + note[1:]) == {}
+    assert _overflow_checks(fn, note[:1] + ("", "", "x")) == {}
+    assert _overflow_checks(fn, "lohi") == {}
+
+
+def test_ml_grain_runs_small_par_calls_sequentially():
+    text = ("fun pfib n = if n < 2 then n else\n"
+            "  let val (x, y) = ForkJoin.par (fn () => pfib (n - 1), fn () => pfib (n - 2)) in x + y end\n"
+            'val _ = print (Int.toString (pfib 20) ^ "\\n")\n')
+    m = functions(text, ("ml-grain",))
+    (key, fn), = [(k, f) for k, f in m.functions.items() if f.name == "pfib" and not k.endswith("/seq")]
+    (callee, s0), = m.annotation(key, "grain")
+    assert callee == key and 5 <= s0 <= 15
+    assert any(k.endswith("/seq") for k in m.functions)
+    base = outcome(text, ())
+    assert base == ("6765\n", None)
+    assert outcome(text, ("ml-grain",), pes=16) == base
+    before = Machine(compile_source(text, "t.sml", passes=()), stream=io.StringIO(), pes=16).run().stats
+    after = Machine(m, stream=io.StringIO(), pes=16).run().stats
+    assert after.reductions < before.reductions  # no fork and join below the grain
+
+
+def test_ml_grain_keeps_the_leftmost_exception():
+    text = ("fun p n = if n < 2 then (if n = 0 then raise Fail \"left\" else 1) else\n"
+            "  let val (x, y) = ForkJoin.par (fn () => p (n - 1), fn () => p (n - 2)) in x + y end\n"
+            'val _ = print (Int.toString (p 14) ^ "\\n")\n')
+    assert outcome(text, ("ml-grain",)) == outcome(text, ()) == ("", "uncaught exception Fail: left")
+
+
+def test_batched_counts_keep_the_reductions_of_code_that_does_not_raise():
+    text = FIB + TAK + 'val _ = print (Int.toString (fib 15 + tak (12, 8, 4)) ^ "\\n")\n'
+    counts = []
+    for passes in ((), ("ml-batch-counts",)):
+        counts.append(Machine(compile_source(text, "t.sml", passes=passes), stream=io.StringIO()).run().stats.reductions)
+    assert counts[0] == counts[1]
+
+
+def test_deep_recursion_under_batched_counts_moves_to_the_heap():
+    text = ("fun down 0 = 0 | down n = 1 + down (n - 1)\n"
+            'val _ = print (Int.toString (down 300000) ^ "\\n")\n')
+    assert outcome(text, ("ml-batch-counts",)) == ("300000\n", None)
