@@ -12,40 +12,63 @@ import json
 import os
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 
 from hpgrem.pipeline import UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_DEADLOCK, EXIT_LIMIT, EXIT_INTERNAL = 0, 1, 2, 3, 4, 70
+MAX_PES = 4096  # simulated PEs: each costs memory before anything runs (spec/cli.md)
+LEVELS_HELP = {0: "no optimizing pass", 1: "prune-unreachable (the default)", 2: "every optimizing pass"}
+
+
+class _Parser(argparse.ArgumentParser):
+    """A parser whose epilog is made only when its help is shown (making it imports)."""
+
+    def __init__(self, *args, epilog_from=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.epilog_from = epilog_from
+
+    def format_help(self) -> str:
+        if self.epilog_from is not None:
+            self.epilog = self.epilog_from()
+        return super().format_help()
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hpgrem", description="Compile and run PARLOG and ML "
                                 "programs on PAM/TGR, a parallel abstract machine for graph rewriting.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     def add_opt(q):
         g = q.add_mutually_exclusive_group()
         for level in (0, 1, 2):
             g.add_argument(f"-O{level}", dest="opt", action="store_const", const=level,
-                           help=f"optimization level {level}" + (" (default)" if level == 1 else ""))
+                           help=f"optimization level {level}: {LEVELS_HELP[level]}")
         q.set_defaults(opt=1)
         q.add_argument("--passes", type=_names, metavar="P,Q", help="run exactly these optimizing passes, in order")
         q.add_argument("--disable", type=_names, action="extend", default=[], metavar="P",
                        help="do not run this pass (repeatable, or a comma list)")
 
-    r = sub.add_parser("run", help="run a program")
+    r = sub.add_parser("run", help="run a program", epilog="exit status: 0 success, 1 the program "
+                       "failed, 2 usage or syntax error, 3 deadlock, 4 a limit was hit, 70 internal error")
     r.add_argument("file")
-    r.add_argument("--goal", help="run this conjunction instead of main and print its bindings")
-    r.add_argument("--pes", type=int, default=1, help="number of simulated processing elements")
+    r.add_argument("--goal", help="run this conjunction instead of main and print its bindings "
+                   "(no final '.', e.g. --goal 'nrev([1,2,3], R)')")
+    r.add_argument("--pes", type=_pes, default=1, metavar="N",
+                   help=f"number of simulated processing elements (1 to {MAX_PES}; default 1)")
     r.add_argument("--topology", default=None, help="mesh:RxC, torus:RxC, ring, hypercube, tree, full")
     add_opt(r)
-    r.add_argument("--trace", metavar="OUT", help="record every rewrite to OUT (JSON lines)")
+    r.add_argument("--trace", metavar="OUT", help="(not available yet) record every rewrite to OUT")
     r.add_argument("--stats", action="store_true", help="print per-PE statistics on stderr")
     r.add_argument("--stats-json", metavar="OUT.json", help="write the statistics as JSON")
-    r.add_argument("--max-steps", type=int, metavar="N", help="stop with status 4 after N reduction steps")
-    r.add_argument("--timeout", type=float, metavar="S", help="stop with status 4 after S seconds")
+    r.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop with status 4 after N reduction steps")
+    r.add_argument("--timeout", type=_seconds, metavar="S", help="stop with status 4 after S seconds "
+                   "of wall-clock time (under MPI, on every rank)")
+    r.add_argument("--max-memory", type=_size, metavar="SIZE", help="stop with status 4 when the "
+                   "process needs more memory than SIZE (bytes, or with a unit K, M, G: KiB, MiB, "
+                   "GiB; e.g. 512M, 2G); under MPI the bound of each rank")
     r.add_argument("--seed", type=int, default=0, help="seed for simulated scheduling choices")
 
     c = sub.add_parser("compile", help="compile to an HPGREM graph (.hpg)")
@@ -57,28 +80,73 @@ def _parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="parse and check only")
     k.add_argument("file")
 
-    i = sub.add_parser("ir", help="print the HPGREM graph", epilog=_passes_help(),
+    i = sub.add_parser("ir", help="print the HPGREM graph", epilog_from=_passes_help,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     i.add_argument("file")
     i.add_argument("--after", metavar="PASS", help="print the graph right after this pass (default: after all passes and analyses)")
     i.add_argument("--goal")
     add_opt(i)
 
-    t = sub.add_parser("trace", help="render a rewrite trace (not supported yet)")
+    t = sub.add_parser("trace", help="(not available yet) render a rewrite trace")
     t.add_argument("file")
     t.add_argument("rest", nargs=argparse.REMAINDER)
 
-    tr = sub.add_parser("train", help="train a GPT model on the tensor-graph back end (not supported yet)")
+    tr = sub.add_parser("train", help="(not available yet) train a GPT model on the tensor-graph back end")
     tr.add_argument("config")
     tr.add_argument("rest", nargs=argparse.REMAINDER)
 
     sub.add_parser("plan", help="plan LLM training layouts at scale (see `hpgrem plan --help`)",
                    add_help=False)
 
-    b = sub.add_parser("bench", help="run the benchmark suite")
-    b.add_argument("names", nargs="*")
+    b = sub.add_parser("bench", help="run the benchmark suite", epilog_from=_benchmarks_help,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    b.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all; listed below)")
     b.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
     return p
+
+
+def _seconds(text: str) -> float:
+    """`--timeout`: a finite positive number of seconds."""
+    from pam.limits import MAX_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value > MAX_TIMEOUT:  # also nan and inf
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds up to "
+                                         f"{MAX_TIMEOUT:.0f} (a year), got {text!r}")
+    return value
+
+
+def _pes(text: str) -> int:
+    """`--pes`: 1 to MAX_PES (more would exhaust memory building the PEs)."""
+    value = _positive_int(text)
+    if value > MAX_PES:
+        raise argparse.ArgumentTypeError(f"at most {MAX_PES} simulated PEs, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    if not text.strip().isdigit() or len(text.strip()) > 18:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _size(text: str) -> int:
+    """`--max-memory`: bytes."""
+    from pam.limits import parse_size
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).replace("--max-memory ", "")) from None
+
+
+def _benchmarks_help() -> str:
+    from benchmarks.suite import BENCHMARKS
+    return "benchmarks: " + ", ".join(BENCHMARKS)
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -124,15 +192,12 @@ def _report_warnings(compiled) -> None:
 # -- commands ----------------------------------------------------------------------------------
 def cmd_run(args) -> int:
     from pam.topology import TopologyError, parse_topology
-    if args.pes < 1:
-        raise UsageError("--pes must be at least 1")
     if args.trace:
-        raise UsageError("--trace is not supported yet")
-    if args.max_steps is not None and args.max_steps < 1:
-        raise UsageError("--max-steps must be at least 1")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
+        raise UsageError("--trace is not available yet")
     comm = mpi_comm()
+    if comm is not None:
+        from pam import sentinel
+        sentinel.start(comm)  # says which rank died, should one die
     if comm is not None and args.pes != 1 and args.pes != comm.Get_size():
         raise UsageError(f"--pes {args.pes} disagrees with the {comm.Get_size()} MPI ranks")
     pes = comm.Get_size() if comm is not None else args.pes
@@ -140,6 +205,14 @@ def cmd_run(args) -> int:
         parse_topology(args.topology, pes)
     except TopologyError as e:
         raise UsageError(str(e)) from None
+    if args.stats_json and (comm is None or comm.Get_rank() == 0):
+        _check_writable(args.stats_json)  # before the run, not after it
+    if args.max_memory is not None:
+        from pam.limits import limit_memory
+        try:
+            limit_memory(args.max_memory)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     pending: list = []
     module = load_module(args, pending)
     if module.entry is None:
@@ -151,41 +224,78 @@ def cmd_run(args) -> int:
 
 
 def _run_machine(args, module, pes: int, comm) -> int:
-    from pam.errors import Deadlock, Halt, LimitExceeded, ProgramFailure, RankExit, Uncaught
+    from pam.errors import MachineStop, RankAbandoned
     from pam.machine import Machine
 
     machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed,
-                      max_steps=args.max_steps, timeout=args.timeout, comm=comm)
+                      max_steps=args.max_steps, timeout=args.timeout, comm=comm, started=_STARTED[0])
     try:
         result = machine.run()
-    except RankExit as e:
-        return e.status
-    except Halt:
-        return EXIT_OK
-    except Uncaught as u:
-        sys.stdout.flush()
-        print(u.message, file=sys.stderr)
-        return EXIT_FAILURE
-    except ProgramFailure as f:
-        _report_failure(f, args.goal)
-        return EXIT_FAILURE
-    except Deadlock as d:
-        _report_deadlock(d)
-        return EXIT_DEADLOCK
-    except LimitExceeded as e:
-        print(f"hpgrem: error: {e}", file=sys.stderr)
-        return EXIT_LIMIT
-    except MemoryError:
-        print("hpgrem: error: out of memory", file=sys.stderr)
-        return EXIT_LIMIT
+    except RankAbandoned as a:
+        _abandon_ranks(a, args.goal)
+    except (MachineStop, MemoryError) as stop:
+        return _report_stop(stop, args.goal)
     for line in result.bindings:
         print(line)
     sys.stdout.flush()
     if args.stats:
         print(result.stats.table(), file=sys.stderr)
-    if args.stats_json:
+    if args.stats_json and (comm is None or comm.Get_rank() == 0):
         _write_text(args.stats_json, json.dumps(result.stats.to_json(), indent=2) + "\n")
     return EXIT_OK
+
+
+def _report_stop(stop: BaseException, goal: str | None) -> int:
+    """Report how a run ended early; returns the exit status."""
+    from pam.errors import Deadlock, Halt, LimitExceeded, ProgramFailure, RankExit, Uncaught
+    from pam.limits import lift_memory_limit, memory_message
+    if isinstance(stop, RankExit):
+        return stop.status
+    if isinstance(stop, Halt):
+        return EXIT_OK
+    if isinstance(stop, MemoryError):
+        lift_memory_limit()  # room to report it
+        sys.stdout.flush()
+        print(f"hpgrem: error: {memory_message()}", file=sys.stderr)
+        return EXIT_LIMIT
+    sys.stdout.flush()
+    if isinstance(stop, Uncaught):
+        print(stop.message, file=sys.stderr)
+        return EXIT_FAILURE
+    if isinstance(stop, ProgramFailure):
+        _report_failure(stop, goal)
+        return EXIT_FAILURE
+    if isinstance(stop, Deadlock):
+        _report_deadlock(stop)
+        return EXIT_DEADLOCK
+    if isinstance(stop, LimitExceeded):
+        print(f"hpgrem: error: {stop}", file=sys.stderr)
+        return EXIT_LIMIT
+    raise stop
+
+
+def _abandon_ranks(a, goal: str | None):
+    """This rank gives up on ranks that do not answer: report, then leave at once (MPI's
+    orderly end would wait for them). Ranks other than 0 have no sys.stderr: they write fd 2."""
+    status = a.status
+    if a.cause is not None:
+        try:
+            status = _report_stop(a.cause, goal)
+        except Exception:  # an internal error on a rank: the one line, and its status
+            status = _internal_error()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if a.message:
+        os.write(2, (a.message + "\n").encode("utf-8", "replace"))
+    _sentinel_done(status)
+    os._exit(status)
+
+
+def _sentinel_done(status: int) -> None:
+    """Under MPI, tell the sentinel that this rank leaves by itself (it reports ranks that die)."""
+    sentinel = sys.modules.get("pam.sentinel")
+    if sentinel is not None:
+        sentinel.announce(status)
 
 
 def mpi_comm():
@@ -235,6 +345,7 @@ def _report_deadlock(d) -> None:
 
 def cmd_compile(args) -> int:
     from hpgrem.serialize import dumps
+    _check_writable(args.output)  # before compiling
     module = load_module(args)
     _write_text(args.output, dumps(module))
     return EXIT_OK
@@ -260,22 +371,54 @@ def cmd_bench(args) -> int:
     return bench_main(args.names, as_json=args.json)
 
 
+def _check_writable(path: str) -> None:
+    """Raise UsageError now if `path` cannot be written later (a run may take long)."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise UsageError(f"{path}: cannot write: it is a directory")
+    if not folder.is_dir():
+        raise UsageError(f"{path}: cannot write: no such directory {str(folder)!r}")
+    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UsageError(f"{path}: cannot write: permission denied")
+
+
 def _write_text(path: str, text: str) -> None:
-    """Write atomically: a failed write never leaves a truncated file behind."""
+    """Write atomically: a failed write never leaves a truncated file behind. The file gets
+    the mode a plain open() would give it (0666 less the umask; an existing file keeps its
+    own), not the 0600 of a temporary file."""
     target = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".hpgrem-")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                os.fchmod(f.fileno(), _mode_for(target))
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     except OSError as e:
         raise UsageError(f"{path}: cannot write: {e.strerror}") from None
+
+
+def _mode_for(target: Path) -> int:
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 COMMANDS = {"run": cmd_run, "compile": cmd_compile, "check": cmd_check, "ir": cmd_ir, "bench": cmd_bench}
 
 
+_STARTED = [None]  # when the command started (time.monotonic()): --timeout counts from there
+
+
 def main(argv: list[str] | None = None) -> int:
+    _STARTED[0] = time.monotonic()
     argv = sys.argv[1:] if argv is None else argv
     # The compile-time tools (printer, .hpg writer, verifier) recurse on a program's nesting,
     # which the front ends allow to about a thousand levels; the machine itself never recurses.
@@ -285,9 +428,11 @@ def main(argv: list[str] | None = None) -> int:
         return _guard(lambda: plan_main(argv[1:]), None)
     args = _parser().parse_args(argv)
     if args.command in ("trace", "train"):
-        print(f"hpgrem: error: '{args.command}' is not supported yet", file=sys.stderr)
+        print(f"hpgrem: error: '{args.command}' is not available yet", file=sys.stderr)
         return EXIT_USAGE
-    return _guard(lambda: COMMANDS[args.command](args), getattr(args, "goal", None))
+    status = _guard(lambda: COMMANDS[args.command](args), getattr(args, "goal", None))
+    _sentinel_done(status)
+    return status
 
 
 def _guard(run, goal: str | None) -> int:
@@ -307,6 +452,11 @@ def _guard(run, goal: str | None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except MemoryError:  # compiling, or where the machine did not catch it: a limit all the same
+        from pam.limits import lift_memory_limit, memory_message
+        lift_memory_limit()
+        print(f"hpgrem: error: {memory_message()}", file=sys.stderr)
+        return EXIT_LIMIT
     except Exception:
         return _internal_error()
 

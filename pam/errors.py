@@ -46,6 +46,26 @@ class RankExit(MachineStop):
         self.status = status
 
 
+class RankAbandoned(MachineStop):
+    """This MPI rank gives up on ranks that do not answer (stopped, or hung in C code): it
+    leaves at once with `status`, saying `message` on stderr. `cause` is how the run ended as
+    far as this rank knows (an exception to report first), or None."""
+
+    def __init__(self, status: int, message: str, cause: BaseException | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.cause = cause
+
+
+class HaltReceived(MachineStop):
+    """Rank 0 halted the run while this rank was inside a step; `notice` is its HALT."""
+
+    def __init__(self, notice):
+        super().__init__("halted by rank 0")
+        self.notice = notice
+
+
 class Uncaught(ProgramFailure):
     """An ML exception reached the top level (exit 1); `message` reads as Poly/ML's
     `uncaught exception NAME` (with the message for `Fail`)."""

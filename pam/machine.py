@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import sys
 from time import perf_counter
-import time
 from dataclasses import dataclass
 
 from hpgrem.ir import Module
@@ -19,6 +18,7 @@ from pam.costs import DEFAULT, CostModel
 from pam.distribution import Net
 from pam.driver import Simulated, resolve, run_alone
 from pam.errors import Deadlock, Finished, LimitExceeded, MachineStop, ProgramFailure
+from pam.limits import Deadline, Watchdog
 from pam.pe import DEADLOCK_REPORT_LIMIT, PE
 from pam.ranks import run_on_ranks
 from pam.runtimes import Runtime, runtime_for
@@ -71,17 +71,22 @@ def _no_output(text: str) -> None:
 
 class Machine:
     """The abstract machine for one module; `run()` executes its entry on PE 0. `runtime` is
-    the dialect runtime to load it with (pam.runtimes; by default the module's language's)."""
+    the dialect runtime to load it with (pam.runtimes; by default the module's language's).
+    `timeout` counts from `started` (a time.monotonic() instant), by default from now."""
 
     def __init__(self, module: Module, *, stream=None, pes: int = 1, topology: str | None = None,
                  seed: int = 0, max_steps: int | None = None, timeout: float | None = None,
-                 costs: CostModel = DEFAULT, comm=None, jitter: float = 0.0, runtime: Runtime | None = None):
+                 costs: CostModel = DEFAULT, comm=None, jitter: float = 0.0, runtime: Runtime | None = None,
+                 started: float | None = None):
         if module.entry is None:
             raise ValueError("the module has no entry goal")
         self.module = module
         self.costs = costs
         self.max_steps = max_steps
         self.timeout = timeout
+        # one deadline for the whole run, from `started` (time.monotonic(); the CLI passes
+        # its own start, so compiling counts) or now: every PE's loop and the watchdog use it
+        self.deadline = None if timeout is None else Deadline(timeout, started)
         self.comm = comm
         if comm is not None:
             pes = comm.Get_size()
@@ -96,6 +101,7 @@ class Machine:
             pe = PE(n, self.output.write if n == 0 else _no_output,
                     max_steps if pes == 1 or comm is not None else None,
                     timeout if pes == 1 or comm is not None else None)
+            pe.deadline = self.deadline if pes == 1 or comm is not None else None
             procs: dict = {}
             if self.sim is not None:
                 pe.net = Net(pe, self.sim.transport(n), self.topology, procs, seed,
@@ -113,16 +119,22 @@ class Machine:
         outputs = [Var() for _ in entry.outputs]
         collecting = gc.isenabled()
         gc.disable()  # the heap is mostly acyclic and freed by reference counting
+        # The watchdog stops the run at the deadline wherever it is (pam.limits); under MPI the
+        # rank disarms it once the run's outcome is known, before the ranks part.
+        watchdog = Watchdog(self.deadline)
         began = perf_counter()
         try:
-            if self.comm is not None:
-                elapsed, per_pe = self._run_ranks(outputs)
-                stats = RunStats(len(per_pe), self.topology.name, "mpi", elapsed, per_pe)
-            else:
-                vtime = self._run_here(outputs)
-                self._busy_times()
-                stats = RunStats(len(self.pes), self.topology.name, "sim", vtime, [pe.stats for pe in self.pes])
-            stats.wall_s = perf_counter() - began  # the run alone: wall_s in --stats-json
+            with watchdog:
+                if self.comm is not None:
+                    elapsed, per_pe = self._run_ranks(outputs, watchdog)
+                    stats = RunStats(len(per_pe), self.topology.name, "mpi", elapsed, per_pe)
+                else:
+                    vtime = self._run_here(outputs)
+                    self._busy_times()
+                    stats = RunStats(len(self.pes), self.topology.name, "sim", vtime, [pe.stats for pe in self.pes])
+                stats.wall_s = perf_counter() - began  # the run alone: wall_s in --stats-json
+                names: dict[int, str] = {}
+                bindings = [f"{name} = {self.runtime.show(v, names)}" for name, v in zip(entry.outputs, outputs)]
         except MachineStop:
             self.output.flush()
             raise
@@ -130,16 +142,14 @@ class Machine:
             if collecting:
                 gc.enable()
         self.output.flush()
-        names: dict[int, str] = {}
-        bindings = [f"{name} = {self.runtime.show(v, names)}" for name, v in zip(entry.outputs, outputs)]
         return RunResult(bindings, stats)
 
-    def _run_ranks(self, outputs: list[Var]) -> tuple[float, list]:
+    def _run_ranks(self, outputs: list[Var], watchdog: Watchdog) -> tuple[float, list]:
         """This rank's part of an MPI run (pam.ranks)."""
         if self.pe.number == 0:
             self.pe.push(self.runtime.entry_task(self.pe, outputs))
         try:
-            return run_on_ranks(self.pe, self.transport, self.comm, outputs)
+            return run_on_ranks(self.pe, self.transport, self.comm, outputs, watchdog)
         finally:
             self.output.flush()
 
@@ -152,8 +162,7 @@ class Machine:
                 run_alone(self.pe)
             else:
                 simulated = Simulated(self.pes, self.sim, self.runtime.batch)
-                deadline = None if self.timeout is None else time.monotonic() + self.timeout
-                vtime = simulated.run(lambda: self._check_limits(deadline))
+                vtime = simulated.run(self._check_limits)
                 resolve(self.pe.net, outputs, simulated.deliver)
         except Finished:  # the entry task ended the run: tasks it left behind are not waited for
             return self.sim.clock[0] if self.sim is not None else self.pe.instructions * self.costs.instruction
@@ -174,13 +183,13 @@ class Machine:
             pe.stats.busy_time = (pe.instructions + received * self.costs.message_handling) \
                 * self.costs.instruction + received * self.costs.process_switch
 
-    def _check_limits(self, deadline) -> None:
+    def _check_limits(self) -> None:
         if self.max_steps is not None:
             steps = sum(pe.steps for pe in self.pes)
             if steps >= self.max_steps:
                 raise LimitExceeded(f"step limit reached after {steps} steps (--max-steps {self.max_steps})")
-        if deadline is not None and time.monotonic() > deadline:
-            raise LimitExceeded(f"time limit of {self.timeout:g} s reached (--timeout)")
+        if self.deadline is not None:
+            self.deadline.check()
 
 
 __all__ = ["Machine", "Output", "ProgramFailure", "RunResult"]

@@ -3,18 +3,24 @@
 Each rank's PE runs under the driver (pam.driver.Rank: the network, then a batch of
 reductions, turn after turn). Rank 0 holds the entry task, owns program output and detects
 termination (Safra). However a run ends (success, deadlock, a failure or an internal error on
-any rank, a limit), rank 0 learns it, tells every rank (HALT), and all ranks gather their
-reports to rank 0 and leave with the same exit status; nothing waits forever on a rank that
-stopped.
+any rank, a limit), rank 0 learns it, tells every rank (HALT; each acknowledges it), and all
+ranks gather their reports to rank 0 and leave with the same exit status. Nothing waits forever
+on a rank that stopped: once the outcome is known, a rank that does not answer in time (at the
+latest shortly after --timeout, or PART_TIMEOUT) is named and the job abandoned (exit with the
+outcome's status, without MPI's orderly end, which would wait for it too).
 """
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 import traceback
 
 from pam.driver import IDLE_SLEEP, Rank, resolve
-from pam.errors import Deadlock, Finished, Halt, LimitExceeded, ProgramFailure, RankExit, Uncaught
+from pam.errors import (Deadlock, Finished, Halt, HaltReceived, LimitExceeded, MachineStop,
+                        ProgramFailure, RankAbandoned, RankExit, Uncaught)
+from pam.limits import hard_grace, lift_memory_limit, memory_message
 from pam.pe import DEADLOCK_REPORT_LIMIT
 from pam.stats import PEStats
 
@@ -31,31 +37,63 @@ def _describe(err: BaseException) -> tuple:
         return ("finished",)
     if isinstance(err, LimitExceeded):
         return ("limit", str(err))
+    if isinstance(err, MemoryError):
+        lift_memory_limit()  # room to report it
+        return ("limit", memory_message())
     return ("internal", f"{type(err).__name__}: {err}", traceback.format_exc())
 
 
-def run_on_ranks(pe, transport, comm, outputs: list) -> tuple[float, list[PEStats]]:
+def run_on_ranks(pe, transport, comm, outputs: list, watchdog=None) -> tuple[float, list[PEStats]]:
     """Run this rank's PE (rank 0's holds the entry task) until the run ends on every rank.
     Rank 0 returns the run's wall time and every rank's statistics, or raises how it ended;
-    the other ranks raise RankExit with the status rank 0 chose."""
+    the other ranks raise RankExit with the status rank 0 chose. `watchdog` (pam.limits) is
+    disarmed as soon as this rank knows how the run ended. A rank that does not answer within
+    the time left (see `_give_up_at`) is given up on: RankAbandoned."""
     me = pe.number
     rank = Rank(pe, transport)
     began = time.monotonic()
     busy = 0.0
     outcome = None
     try:
-        outcome, busy = rank.run()
-        if me == 0 and outcome == ("done",):
-            resolve(pe.net, outputs, rank.deliver)
+        try:
+            with HaltWatch(transport, me != 0):
+                outcome, busy = rank.run()
+                if me == 0 and outcome == ("done",):
+                    resolve(pe.net, outputs, rank.deliver)
+        finally:
+            if watchdog is not None:
+                watchdog.disarm()
+    except HaltReceived as halt:  # rank 0 halted the run while this rank was inside a step
+        outcome = halt.notice
     except Exception as err:  # every way this rank's run can end is reported, never swallowed
         outcome = _describe(err)
         if me != 0:
             transport.report_failure(outcome)
-            outcome = _wait_for_halt(transport)
+            own = outcome
+            # staggered, so that the first rank to give up on rank 0 is usually the only one
+            # to say so (mpiexec ends the others when it leaves)
+            outcome = _wait_for_halt(transport, _give_up_at(pe.deadline) + ANSWER_SLACK + 0.05 * min(me, 10))
+            if outcome is None:
+                raise RankAbandoned(_status(own, []), f"hpgrem: error: {_text(own)} (on PE {me}); "
+                                    "rank 0 does not answer (stopped or hung): the job is abandoned") from None
+    give_up = _give_up_at(pe.deadline)
     if me == 0:
         transport.halt_all(outcome)
+        missing = _await_acknowledgements(transport, give_up)
+        if missing:
+            _tell_to_leave(transport, outcome)
+            raise _abandon(outcome, f"{_ranks(missing)} {'does' if len(missing) == 1 else 'do'} not answer")
+    else:
+        transport.acknowledge_halt()
+        # Rank 0 is there: it decides when to give up and reports, and mpiexec then ends this
+        # rank. Should it stop answering now, this rank leaves quietly, well after it.
+        give_up += PARTED_SLACK
     elapsed = time.monotonic() - began
-    _part(comm, transport)
+    if not _part(comm, transport, give_up, me != 0):
+        if me != 0:  # rank 0 said leave (or stopped answering itself): quietly
+            raise RankAbandoned(_status(outcome, []), "")
+        _tell_to_leave(transport, outcome)
+        raise _abandon(outcome, "a rank stopped answering while the ranks parted")
     names: dict[int, str] = {}
     local = (pe.suspended_goals(names), len(pe.suspended), _stats(pe, busy))
     gathered = comm.gather(local, root=0)
@@ -69,29 +107,145 @@ def run_on_ranks(pe, transport, comm, outputs: list) -> tuple[float, list[PEStat
     return elapsed, [g[2] for g in gathered]
 
 
-def _wait_for_halt(transport):
+PART_TIMEOUT = 10.0  # seconds ranks wait for each other once a run has ended (no --timeout)
+# Ranks count --timeout from their own start, so their deadlines differ a little: a rank other
+# than 0 waits for rank 0's HALT this much longer than rank 0 would wait for it, and once HALT
+# has come, PARTED_SLACK longer (rank 0 must be the first to leave: mpiexec's exit status is
+# that of rank 0 when it leaves by itself first).
+ANSWER_SLACK = 0.5
+PARTED_SLACK = 5.0
+
+
+def _give_up_at(deadline) -> float:
+    """When waiting for other ranks stops: PART_TIMEOUT from now, but with --timeout no later
+    than the promise of the limit (pam.limits.hard_grace after it)."""
+    now = time.monotonic()
+    give_up = now + PART_TIMEOUT
+    if deadline is not None:
+        give_up = min(give_up, max(now, deadline.at) + hard_grace(deadline.seconds))
+    return give_up
+
+
+def _ranks(numbers: list[int]) -> str:
+    return ("rank " if len(numbers) == 1 else "ranks ") + ", ".join(map(str, numbers))
+
+
+def _abandon(outcome, why: str) -> RankAbandoned:
+    """Rank 0 gives up on the others: it reports how the run ended, then why it leaves now."""
+    cause = None
+    try:
+        _raise_outcome(outcome, [])
+    except MachineStop as e:
+        cause = e
+    except RuntimeError as e:  # an internal error on a rank
+        cause = e
+    return RankAbandoned(_status(outcome, []), f"hpgrem: error: {why} (stopped or hung): "
+                         "the job is abandoned", cause)
+
+
+def _text(outcome) -> str:
+    kind = outcome[0]
+    if kind in ("limit", "uncaught"):
+        return outcome[1]
+    if kind == "failure":
+        return f"{outcome[2] or 'the program'} failed: {outcome[1]}"
+    if kind == "internal":
+        return f"internal error: {outcome[1]}"
+    return "the run ended"
+
+
+def _wait_for_halt(transport, give_up: float):
+    """Rank 0's HALT, or None if it has not come by `give_up`."""
     while True:
         notice = transport.halt_notice()
         if notice is not None:
             return notice
+        if time.monotonic() > give_up:
+            return None
         transport.poll()  # keep messages moving so that no sender blocks on this rank
         transport.outgoing.clear()
         time.sleep(IDLE_SLEEP)
 
 
-def _part(comm, transport) -> None:
+def _await_acknowledgements(transport, give_up: float) -> list[int]:
+    """Rank 0 waits until every rank has acknowledged HALT; returns those that did not by
+    `give_up`."""
+    waiting = set(range(1, transport.pes))
+    while waiting:
+        waiting.difference_update(transport.acknowledged())
+        if not waiting or time.monotonic() > give_up:
+            break
+        transport.poll()
+        transport.outgoing.clear()
+        time.sleep(IDLE_SLEEP)
+    return sorted(waiting)
+
+
+def _tell_to_leave(transport, outcome) -> None:
+    """Rank 0 gives up on a rank: the others leave now, as it does, with the same status (the
+    exit status mpiexec reports is that of its ranks leaving by themselves, rank 0 first)."""
+    transport.halt_all(("leave", _status(outcome, [])))
+
+
+def _part(comm, transport, give_up: float, listen: bool) -> bool:
     """Stop sending, then keep receiving (and dropping) until every rank has stopped, so that
-    no send is left waiting for a receiver that is gone."""
+    no send is left waiting for a receiver that is gone. False if that did not happen by
+    `give_up`, or (`listen`: a rank other than 0) rank 0 said leave."""
     transport.outgoing.clear()
     barrier = comm.Ibarrier()
     while True:
+        if listen and transport.halt_notice() is not None:
+            return False
         transport.poll()
         transport.outgoing.clear()
         transport.local.clear()
         transport.requests = [r for r in transport.requests if not r.Test()]
         if not transport.requests and barrier.Test():
-            return
+            return True
+        if time.monotonic() > give_up:
+            return False
         time.sleep(IDLE_SLEEP)
+
+
+class HaltWatch:
+    """On ranks other than 0, while the run goes on: a step can take long (an abandoned ML
+    child that loops forever inside one function, a slow step while rank 0 halts the run),
+    and the rank would not hear HALT until it ends. So a timer of the CPU time this process
+    uses (it fires only while the rank computes) looks for HALT every HALT_LOOK seconds and,
+    when there is one, stops the step with HaltReceived. Outside the main thread it does
+    nothing."""
+
+    HALT_LOOK = 0.05
+
+    def __init__(self, transport, active: bool):
+        self.transport = transport
+        self.active = active and hasattr(signal, "setitimer") \
+            and threading.current_thread() is threading.main_thread()
+        self.previous = None
+
+    def __enter__(self):
+        if self.active:
+            self.previous = signal.signal(signal.SIGVTALRM, self._look)
+            signal.siginterrupt(signal.SIGVTALRM, False)
+            signal.setitimer(signal.ITIMER_VIRTUAL, self.HALT_LOOK, self.HALT_LOOK)
+        return self
+
+    def _look(self, signum, frame) -> None:
+        if not self.active:
+            return
+        notice = self.transport.halt_notice()
+        if notice is not None:
+            self.active = False
+            raise HaltReceived(notice)
+
+    def __exit__(self, *exc) -> None:
+        if self.previous is not None:
+            self.active = False
+            try:
+                signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+            finally:
+                signal.signal(signal.SIGVTALRM, self.previous)
+                self.previous = None
 
 
 def _stats(pe, busy: float):

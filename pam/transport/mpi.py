@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from pam.transport import Message
 
-TAG_DATA, TAG_HALT, TAG_FAIL = 1, 2, 3
+TAG_DATA, TAG_HALT, TAG_FAIL, TAG_ACK = 1, 2, 3, 4
 
 
 def comm_world():
@@ -77,6 +77,20 @@ class MPITransport:
     def halt_all(self, payload) -> None:
         for rank in range(1, self.pes):
             self.comm.send(payload, dest=rank, tag=TAG_HALT)
+
+    def acknowledge_halt(self) -> None:
+        """Tell rank 0 that this rank got its HALT (it knows then who is still there)."""
+        self.comm.send(None, dest=0, tag=TAG_ACK)
+
+    def acknowledged(self) -> list[int]:
+        """The ranks whose acknowledgement of HALT arrived since the last call."""
+        from mpi4py import MPI
+        status = MPI.Status()
+        ranks = []
+        while self.comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_ACK, status=status):
+            ranks.append(status.Get_source())
+            self.comm.recv(source=status.Get_source(), tag=TAG_ACK)
+        return ranks
 
     def report_failure(self, payload) -> None:
         self.comm.send(payload, dest=0, tag=TAG_FAIL)
