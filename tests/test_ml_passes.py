@@ -6,6 +6,9 @@ still hold in the fast shapes."""
 from __future__ import annotations
 
 import io
+import shutil
+import subprocess
+import sys
 import time
 
 import pytest
@@ -203,3 +206,17 @@ def test_deep_recursion_under_batched_counts_moves_to_the_heap():
     text = ("fun down 0 = 0 | down n = 1 + down (n - 1)\n"
             'val _ = print (Int.toString (down 300000) ^ "\\n")\n')
     assert outcome(text, ("ml-batch-counts",)) == ("300000\n", None)
+
+
+MPIEXEC = shutil.which("mpiexec")
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not installed")
+@pytest.mark.parametrize("name", ["par_fib", "par_mergesort", "par_tree", "exceptions", "mutual"])
+def test_examples_under_mpi_at_O2(name):
+    path = ROOT / "examples" / "ml" / f"{name}.sml"
+    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.cli", "run", "-O2", str(path)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    err = path.with_suffix(".err")
+    status = int(err.read_text().splitlines()[0].split(":")[1]) if err.exists() else 0
+    assert (r.returncode, r.stdout) == (status, path.with_suffix(".out").read_text()), r.stderr
