@@ -1,10 +1,20 @@
-"""Arithmetic evaluation for `is` and comparisons, with SWI-Prolog's functions and results."""
+"""Arithmetic evaluation for `is` and comparisons, with SWI-Prolog's functions and results.
+
+Every evaluation ends in a number or an ArithError (a program failure, exit 1), never in a Python
+exception: a float that overflows or is undefined (SWI's evaluation errors), a division by zero,
+an integer result over MAX_INT_BITS bits (refused before it is computed, where it would take
+long: `2 ** 10000000000`, `1 << 10**12`), a cyclic expression (`X = X + 1`).
+"""
 
 from __future__ import annotations
 
 import math
 
-from pam.terms import Cons, Struct, Var
+from pam.terms import CHECK_AFTER, Cons, Struct, Var, is_acyclic
+
+# The largest integer result, in bits (512 KiB, about 1.26 million decimal digits): computing,
+# printing or sending one takes well under a second.
+MAX_INT_BITS = 1 << 22
 
 
 class ArithError(Exception):
@@ -27,7 +37,7 @@ def _div(x, y):
         q, r = divmod(x, y)
         return q if r == 0 else x / y
     if y == 0:
-        raise ArithError("division by zero")
+        raise ArithError("undefined result" if x == 0 else "division by zero")  # as SWI: 0.0/0
     return x / y
 
 
@@ -45,9 +55,21 @@ def _rem(x, y):
     return x - y * _int_div(x, y)
 
 
+def _too_big():
+    return ArithError(f"integer overflow (a result over {MAX_INT_BITS} bits)")
+
+
+def _mul(x, y):
+    if type(x) is int and type(y) is int and x.bit_length() + y.bit_length() > MAX_INT_BITS + 1:
+        raise _too_big()
+    return x * y
+
+
 def _pow(x, y):
     if type(x) is int and type(y) is int:
         if y >= 0:
+            if abs(x) > 1 and y * math.log2(abs(x)) > MAX_INT_BITS:
+                raise _too_big()
             return x ** y
         if x in (1, -1):
             return x ** y if y % 2 == 0 or x == 1 else -1
@@ -55,9 +77,12 @@ def _pow(x, y):
             raise ArithError("division by zero")
         return float(x) ** y
     try:
-        return float(x) ** float(y)
+        r = float(x) ** float(y)
     except ZeroDivisionError:
         raise ArithError("division by zero") from None
+    if type(r) is complex:  # a negative number to a fractional power
+        raise ArithError("undefined result")
+    return r
 
 
 def _need_ints(op, *xs):
@@ -69,7 +94,14 @@ def _need_ints(op, *xs):
 def _shift(op):
     def f(x, y):
         _need_ints(op, x, y)
-        return x << y if op == "<<" else x >> y
+        if op == ">>":
+            y = -y
+        # A shift by a negative amount shifts the other way, as in SWI-Prolog (1 << -1 is 0).
+        if y <= 0:
+            return x >> -y if -y <= MAX_INT_BITS else (-1 if x < 0 else 0)
+        if x and x.bit_length() + y > MAX_INT_BITS:
+            raise _too_big()
+        return x << y
     return f
 
 
@@ -116,7 +148,7 @@ def _truncate(x):
 
 
 BINARY = {
-    "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+    "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": _mul,
     "/": _div, "//": _int_div, "mod": _mod, "rem": _rem, "min": _min, "max": _max,
     "**": _pow, "<<": _shift("<<"), ">>": _shift(">>"),
     "/\\": _bit("/\\", lambda x, y: x & y), "\\/": _bit("\\/", lambda x, y: x | y), "gcd": _gcd,
@@ -133,6 +165,7 @@ def evaluate(expr):
     # Post-order with an explicit stack: ("apply", name, arity) markers follow their operands.
     stack = [expr]
     values: list = []
+    budget = CHECK_AFTER  # operations to evaluate before checking the expression for cycles
     while stack:
         e = stack.pop()
         while type(e) is Var:
@@ -150,15 +183,33 @@ def evaluate(expr):
                 stack.extend(reversed(e.args))
             else:
                 raise ArithError(f"{e.name}/{n} is not an arithmetic function")
+            budget -= 1
+            if not budget:
+                if not is_acyclic(expr):
+                    raise ArithError("cyclic term")
+                budget = -1  # never again: evaluating binds nothing
         elif te is _Apply:
-            if e.arity == 2:
-                y = values.pop()
-                x = values.pop()
-                r = BINARY[e.name](x, y)
-            else:
-                r = UNARY[e.name](values.pop())
-            if type(r) is float and (math.isinf(r) or math.isnan(r)):
-                raise ArithError("float overflow or undefined result")
+            try:
+                if e.arity == 2:
+                    y = values.pop()
+                    x = values.pop()
+                    r = BINARY[e.name](x, y)
+                else:
+                    r = UNARY[e.name](values.pop())
+            except OverflowError:  # a float out of range, or an integer too large for a float
+                raise ArithError("float overflow") from None
+            except ZeroDivisionError:
+                raise ArithError("division by zero") from None
+            except ValueError:  # a math domain error
+                raise ArithError("undefined result") from None
+            tr = type(r)
+            if tr is float:
+                if math.isinf(r):
+                    raise ArithError("float overflow")
+                if math.isnan(r):
+                    raise ArithError("undefined result")
+            elif tr is int and r.bit_length() > MAX_INT_BITS:
+                raise _too_big()
             values.append(r)
         elif te is Cons and type(e.tail) is str and e.tail == "[]":
             stack.append(e.head)  # "a" evaluates to its code, as in SWI

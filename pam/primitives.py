@@ -7,7 +7,10 @@ pure ones inline at commit; `task_proc` wraps any of them as a task's step.
 
 from __future__ import annotations
 
-from pam.arith import ArithError, compare, evaluate
+import math
+import re
+
+from pam.arith import MAX_INT_BITS, ArithError, compare, evaluate
 from pam.costs import DEFAULT
 from pam.errors import Halt, ProgramFailure
 from pam.goal import Goal
@@ -148,6 +151,8 @@ def build(pe, lookup) -> dict:
         items, tail = to_list(lst)
         if type(tail) is Var:
             return [tail]
+        if tail is not NIL:  # improper, or cyclic
+            raise _fail("=..", (t, lst), site, "=..: not a list")
         if not items:
             raise _fail("=..", (t, lst), site, "=..: empty list")
         head = deref(items[0])
@@ -162,13 +167,17 @@ def build(pe, lookup) -> dict:
         items, tail = to_list(lst)
         if type(tail) is Var:
             return None, [tail]
+        if tail is not NIL:  # improper, or cyclic
+            raise _fail(name, args, site, f"{name}/2: not a list")
         codes = []
         for c in items:
             c = deref(c)
             if type(c) is Var:
                 return None, [c]
-            if type(c) is not int or not 0 <= c <= 0x10FFFF:
-                raise _fail(name, args, site, f"{name}/2: not a list of character codes")
+            # A code is a Unicode scalar value: surrogates are not characters (SWI's char_code/2
+            # refuses them too), so text stays printable in UTF-8.
+            if type(c) is not int or not 0 <= c <= 0x10FFFF or 0xD800 <= c <= 0xDFFF:
+                raise _fail(name, args, site, f"{name}/2: not a character code: {write_term(c)}")
             codes.append(chr(c))
         return "".join(codes), None
 
@@ -234,9 +243,15 @@ def build(pe, lookup) -> dict:
         lst, n, *counted = t.args
         count = counted[0] if counted else 0
         x = deref(lst)
+        mark, power, steps = None, 1, 0  # Brent's cycle detection: a cyclic list is no list
         while type(x) is Cons:
             count += 1
             x = deref(x.tail)
+            if x is mark:
+                raise _fail("length", t.args[:2], t.site, "length/2: not a list (a cyclic term)")
+            steps += 1
+            if steps == power:
+                mark, power, steps = x, power * 2, 0
         if type(x) is Var:
             t.args = (x, n, count)
             return [x]
@@ -316,18 +331,42 @@ def task_proc(fn, key: str):
 
 
 def parse_number(text: str):
-    """Number syntax of `number_codes/2` (leading layout allowed, as in SWI)."""
+    """Number syntax of `number_codes/2` (leading layout allowed, as in SWI), or None. ASCII
+    digits only; a float must be finite (`1.0e400` is not a number, as in SWI); an integer may
+    have any number of digits up to arith.MAX_INT_BITS bits."""
     s = text.strip()
+    if not s.isascii():
+        return None  # Python would take other scripts' digits
     try:
         if s.startswith("0'") and len(s) == 3:
             return ord(s[2])
         if any(c in s for c in ".eE") and not s.lower().startswith(("0x", "-0x")):
-            return float(s)
-        sign = -1 if s.startswith("-") else 1
-        body = s.lstrip("+-")
-        return sign * (int(body, 0) if body[:2] in ("0x", "0o", "0b") else int(body, 10))
+            value = float(s)
+            return value if math.isfinite(value) else None
+        sign = -1 if s[:1] == "-" else 1
+        body = s[1:] if s[:1] in ("-", "+") else s
+        if body[:2] in ("0x", "0o", "0b"):
+            return sign * int(body, 0)
+        if not _DIGITS.match(body):
+            return None
+        body = body.replace("_", "")
+        if len(body) * 3.33 > MAX_INT_BITS + 4:
+            return None
+        return sign * int_of_digits(body)
     except ValueError:
         return None
+
+
+_DIGITS = re.compile(r"[0-9]+(?:_[0-9]+)*\Z")
+
+
+def int_of_digits(digits: str) -> int:
+    """The integer of a string of decimal digits, however long: Python's `int` refuses more than
+    4,300 digits (and is quadratic), so a long one is split in halves (multiplication is fast)."""
+    if len(digits) <= 3000:
+        return int(digits)
+    half = len(digits) // 2
+    return int_of_digits(digits[:half]) * 10 ** (len(digits) - half) + int_of_digits(digits[half:])
 
 
 __all__ = ["INLINE", "arith_test", "build", "parse_number", "task_proc"]

@@ -1,8 +1,8 @@
 """Unification (body `=` and output arguments) and the equality test of guards (`==`).
 
 Both walk terms with an explicit stack: long lists must not reach Python's recursion limit.
-Terms may be cyclic (no occurs check): past CHECK_AFTER pairs of compound terms, both remember the
-pairs they have met, and a pair met again is skipped (it is being made equal, or compared,
+Terms may be cyclic (no occurs check): past PAIRS_BEFORE_MEMO pairs of compound terms, both remember
+the pairs they have met, and a pair met again is skipped (it is being made equal, or compared,
 already), which ends the walk on cyclic terms as in SWI-Prolog: `X = f(X), Y = f(Y), X = Y`
 succeeds. Below that, walks pay nothing for it.
 """
@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from pam.terms import CHECK_AFTER, Cons, Struct, Var
 
+# Remembering pairs costs time and memory on every pair (about 70 bytes): only a unification far
+# larger than any a program does in passing pays for it.
+PAIRS_BEFORE_MEMO = 10 * CHECK_AFTER
+
 
 def unify(a, b, bind) -> bool:
     """Make `a` and `b` equal, binding variables with `bind(var, value)`; False on a clash."""
     stack = [a, b]
     pop = stack.pop
-    budget, met = CHECK_AFTER, None  # `met`: pairs of compound terms met, once past the budget
+    budget, met = PAIRS_BEFORE_MEMO, None  # `met`: pairs of compound terms met, once past the budget
     while stack:
         y = pop()
         x = pop()
@@ -71,7 +75,7 @@ def match_eq(a, b):
     stack = [a, b]
     pop = stack.pop
     waits = None
-    budget, met = CHECK_AFTER, None
+    budget, met = PAIRS_BEFORE_MEMO, None
     while stack:
         y = pop()
         x = pop()

@@ -324,7 +324,7 @@ def _write(w: _Writer, term, prec: int, stack: list, operand: bool) -> None:
     if tt is Var:
         w.token(var_name(term, w.names))
     elif tt is int:
-        w.token(int_text(term))
+        w.token(str(term) if -_STR_LIMIT < term < _STR_LIMIT else int_text(term))
     elif tt is float:
         w.token(format_float(term))
     elif tt is str:
@@ -337,7 +337,9 @@ def _write(w: _Writer, term, prec: int, stack: list, operand: bool) -> None:
     elif tt is Cons:
         _push_list(w, term, stack)
     elif tt is Struct:
-        w.spend(1)
+        w.budget -= 1
+        if w.budget <= 0:
+            w.spend(0)
         _push_struct(w, term, prec, stack)
     else:
         w.token(str(term))
@@ -358,7 +360,9 @@ def _push_list(w: _Writer, term: Cons, stack: list) -> None:
         if pending >= w.budget:
             w.spend(pending)  # a cyclic list stops the writer here
             pending = 0
-    w.spend(pending)
+    w.budget -= pending
+    if w.budget <= 0:
+        w.spend(0)
     stack.append(_Punct("]"))
     if not (type(tail) is str and tail == "[]"):
         stack.append((tail, 999))
