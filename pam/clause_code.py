@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from hpgrem.ir import Atom, Call, Clause, Float, Int, Struct, Term, Var, calls_in
 from pam import primitives
+from pam.arith import MAX_INT_BITS
 from pam.terms import Cons
 from pam.terms import Struct as RStruct
 from pam.terms import mkatom
@@ -289,12 +290,13 @@ class ClauseCode:
         for index, x in leaves.items():
             self.e(f"{x} = v{index}")
             self.e(f"if type({x}) is Var: {x} = deref({x})")
-        checks = [f"type({x}) is int" for x in leaves.values()] + [f"{b} != 0" for b in nonzero]
+        checks = [f"type({x}) is int" for x in leaves.values()] + nonzero
         return exprs_text, " and ".join(checks)
 
     def int_expressions(self, exprs, leaves: dict, bound: set | None = None):
         """The Python text of integer `exprs` over the temporaries `leaves` names (variable
-        number -> temporary), and the divisors that must not be zero; None when not plain."""
+        number -> temporary), and the conditions (divisors not zero, products not too large) under
+        which they compute what the evaluator would; None when not plain."""
         bound = self.bound if bound is None else bound
         nonzero: list[str] = []
 
@@ -312,7 +314,9 @@ class ClauseCode:
                 if a is None or b is None:
                     return None
                 if t.name == "mod":  # Python's % is SWI's mod, but for a zero divisor
-                    nonzero.append(b)
+                    nonzero.append(f"{b} != 0")
+                elif t.name == "*":  # a product too large is the evaluator's error (pam.arith)
+                    nonzero.append(f"({a}).bit_length() + ({b}).bit_length() <= {MAX_INT_BITS}")
                 return INT_BINARY[t.name].format(a, b)
             if isinstance(t, Struct) and len(t.args) == 1 and t.name in INT_UNARY:
                 a = expr(t.args[0])
@@ -615,7 +619,7 @@ class ClauseCode:
                  f"    x, e, {''.join(x + ', ' for x in leaves.values())}= t.args"]
         for x in leaves.values():
             lines += [f"    if type({x}) is Var: {x} = deref({x})", f"    if type({x}) is Var: return [{x}]"]
-        checks = [f"type({x}) is int" for x in leaves.values()] + [f"{b} != 0" for b in nonzero]
+        checks = [f"type({x}) is int" for x in leaves.values()] + nonzero
         lines += [f"    if {' and '.join(checks)} and type(x) is Var and x.val is None:",
                   f"        x.val = {text}",
                   "        if x.susp is not None: wake(x)",
