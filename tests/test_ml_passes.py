@@ -220,3 +220,15 @@ def test_examples_under_mpi_at_O2(name):
     err = path.with_suffix(".err")
     status = int(err.read_text().splitlines()[0].split(":")[1]) if err.exists() else 0
     assert (r.returncode, r.stdout) == (status, path.with_suffix(".out").read_text()), r.stderr
+
+
+def test_depth_bounded_copy_only_where_the_argument_bounds_the_depth():
+    text = ("fun down n = if n <= 0 then 0 else 1 + down (n - 1)\n"
+            'val _ = print (Int.toString (down 150) ^ " " ^ Int.toString (down 1000000) ^ "\\n")\n')
+    m = functions(text, ("ml-ranges",))
+    (key, fn), = [(k, f) for k, f in m.functions.items() if f.name == "down"]
+    assert m.annotation(key, "depth")[1:] == (0, 1)
+    for passes in (("ml-ranges",), ("ml-ranges", "ml-batch-counts"), None):
+        assert outcome(text, passes) == ("150 1000000\n", None)
+    growing = "fun up n = if n <= 0 then 0 else 1 + up (n + 1)\nval _ = up 0\n"
+    assert all(m.annotation(k, "depth") is None for k in functions(growing, ("ml-ranges",)).functions)

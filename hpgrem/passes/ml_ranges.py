@@ -12,6 +12,11 @@ Annotation, per function with int arithmetic: `overflow` = (fingerprint of the b
 per `int.+ int.- int.* int.~ int.abs` in walk order: "" no check, "lo" below INT_MIN only, "hi"
 above INT_MAX only, "lohi" both). pam/ml/codegen.py reads it, and checks both ways wherever
 the body no longer has that fingerprint (a later pass rewrote it) or the entry is unknown.
+
+And `depth` = (fingerprint, argument position, L) when every call the function makes of itself
+passes that argument decreased by at least one (`n - 1`, `n - 2`) and only where it is at
+least L (`fib`: L = 2): a call with n then nests at most n - L + 2 frames deep, so the code
+generator may run a call with a small enough n in a copy without the depth test.
 """
 
 from __future__ import annotations
@@ -42,10 +47,16 @@ class MLRanges:
         sys.setrecursionlimit(max(old, 20000))  # bodies nest as deep as the front end allows
         try:
             for key, fn in module.functions.items():
-                checks: list[str] = []
-                _Intervals(checks).value(fn.body, {})
-                if checks:
-                    notes[key] = {"overflow": (fingerprint(fn.body), *checks)}
+                intervals = _Intervals(fn)
+                intervals.value(fn.body, {})
+                note = {}
+                if intervals.checks:
+                    note["overflow"] = (fingerprint(fn.body), *intervals.checks)
+                depth = intervals.depth_bound()
+                if depth is not None:
+                    note["depth"] = (fingerprint(fn.body), *depth)
+                if note:
+                    notes[key] = note
         finally:
             sys.setrecursionlimit(old)
         return annotated(module, notes)
@@ -57,10 +68,40 @@ def check_needed(lo: int, hi: int) -> str:
 
 
 class _Intervals:
-    """Walks a body in `walk` order, appending each int operation's checks to `checks`."""
+    """Walks a body in `walk` order, appending each int operation's checks to `checks`, and
+    noting, per argument position, the lowest value the argument can have where the function
+    calls itself with it decreased (None once some self call does not decrease it)."""
 
-    def __init__(self, checks: list[str]):
-        self.checks = checks
+    def __init__(self, fn: ir.Function):
+        self.fn = fn
+        self.checks: list[str] = []
+        first = len(fn.params) - fn.arity
+        self.lowest: dict[int, int | None] = {pos: ir.INT_MAX for pos in range(first, len(fn.params))}
+        self.self_calls = 0
+
+    def depth_bound(self) -> tuple[int, int] | None:
+        """(argument position, L) when every self call passes that argument decreased by at
+        least one, and only where it is at least L: a call with n then nests at most n - L + 2
+        frames of the function deep."""
+        if not self.self_calls:
+            return None
+        for pos, low in self.lowest.items():
+            if low is not None and low > ir.INT_MIN:
+                return pos, low
+        return None
+
+    def self_call(self, call: ir.CallKnown, env: dict) -> None:
+        self.self_calls += 1
+        for pos, low in self.lowest.items():
+            if low is None:
+                continue
+            p, arg = self.fn.params[pos], call.args[pos]
+            step = None
+            if isinstance(arg, ir.Prim) and arg.op in ("int.-", "int.+") and len(arg.args) == 2:
+                x, c = arg.args
+                if isinstance(x, ir.Local) and x.name == p and isinstance(c, ir.Lit) and type(c.value) is int:
+                    step = c.value if arg.op == "int.-" else -c.value
+            self.lowest[pos] = min(low, env.get(p, FULL)[0]) if step is not None and step >= 1 else None
 
     def value(self, e, env: dict[str, tuple[int, int]]) -> tuple[int, int]:
         """The interval of `e`'s value when it is an int (FULL when unknown); records the
@@ -79,6 +120,8 @@ class _Intervals:
         if isinstance(e, ir.Prim):
             args = [self.value(a, env) for a in e.args]
             return _known_range(e, args)
+        if isinstance(e, ir.CallKnown) and e.function == self.fn.key:
+            self.self_call(e, env)
         if isinstance(e, ir.Let):
             v = self.value(e.value, env)
             return self.value(e.body, {**env, e.name: v} if v != FULL else env)

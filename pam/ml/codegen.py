@@ -66,7 +66,7 @@ UNARY = {
 
 
 class _Info:
-    __slots__ = ("key", "py", "gen", "pure", "loop", "fn", "direct")
+    __slots__ = ("key", "py", "gen", "pure", "loop", "fn", "direct", "bounded")
 
     def __init__(self, key: str, py: str, fn: ir.Function):
         self.key, self.py, self.fn = key, py, fn
@@ -74,6 +74,10 @@ class _Info:
         self.gen = True
         self.pure = True
         self.loop = False
+        # (argument position, the largest value of it whose calls nest at most DEPTH frames):
+        # a direct function that calls only itself and plain functions, with that argument
+        # decreasing (ml-ranges' `depth`); such calls run in a copy `_b` without depth test.
+        self.bounded: tuple[int, int] | None = None
 
 
 class Annotations:
@@ -105,6 +109,18 @@ class Annotations:
         self.poll = True  # check the limits when counts pass POLL (`generate`)
         for key, fn in module.functions.items():
             self.overflow.update(_overflow_checks(fn, module.annotation(key, "overflow")))
+        for key, info in self.info.items():
+            info.bounded = self._bounded(info, module.annotation(key, "depth"))
+
+    def _bounded(self, info: _Info, note) -> tuple[int, int] | None:
+        fn = info.fn
+        if not (info.direct and isinstance(note, tuple) and len(note) == 3 and note[0] == fingerprint(fn.body)
+                and type(note[1]) is int and len(fn.params) - fn.arity <= note[1] < len(fn.params)
+                and type(note[2]) is int and ir.INT_MIN < note[2] <= ir.INT_MAX):
+            return None
+        if any(k != info.key and (k not in self.info or self.info[k].gen) for k in self.refs[info.key]):
+            return None  # it reaches other recursion: its depth is not its own
+        return note[1], note[2] + DEPTH - 2  # a call with n nests n - L + 2 frames
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,7 +156,7 @@ class FunctionCompiler:
 
     @property
     def py_name(self) -> str:
-        return self.info.py + ("_d" if self.mode == "direct" else "")
+        return self.info.py + {"direct": "_d", "bounded": "_b"}.get(self.mode, "")
 
     def local(self, name: str) -> str:
         py = self.names.get(name)
@@ -165,9 +181,10 @@ class FunctionCompiler:
     def source(self) -> str:
         params = [self.local(p) for p in self.fn.params]
         direct = self.mode == "direct"
-        head = f"def {self.info.py}{'_d' if direct else ''}({', '.join((['d'] if direct else []) + params)}):"
+        head = f"def {self.py_name}({', '.join((['d'] if direct else []) + params)}):"
         out = self.out
-        if direct and not self.a.batch_counts:  # a call counts as a reduction (each further iteration of its loop too)
+        if self.mode in ("direct", "bounded") and not self.a.batch_counts:
+            # a call counts as a reduction (each further iteration of its loop too)
             out.emit(TICK if self.a.poll else "calls[0] += 1")
         if self.info.loop:
             out.emit("while True:")
@@ -596,6 +613,18 @@ class FunctionCompiler:
         self.fresh = False
         if not callee.gen:
             return "value", f"{callee.py}({text})"
+        if self.mode == "bounded":  # it calls only itself (and plain functions)
+            if self.a.batch_counts:
+                self.count_call(False)
+            return "value", f"{callee.py}_b({text})"
+        if callee.bounded is not None and self.mode == "gen" and not self.info.direct:
+            args = [self.atom(a) for a in args]
+            text = ", ".join(args)
+            pos, limit = callee.bounded
+            if self.a.batch_counts:
+                self.count_call(False)
+            entry = f"{callee.py}_d({DEPTH if self.a.batch_counts else 0}, {text})"
+            return "value", f"({callee.py}_b({text}) if {args[pos]} <= {limit} else {entry})"
         if callee.direct and self.a.batch_counts:
             # `d` counts down the Python frames left (`dd` is d - 1, set with the block's count);
             # at 0 the twin runs on a heap stack. The call is counted with its block's others.
@@ -731,6 +760,8 @@ def generate(module: ir.Module, poll: bool = True) -> tuple[str, Annotations, di
             parts.append(FunctionCompiler(analysis, info, constants).source())
             if info.direct:
                 parts.append(FunctionCompiler(analysis, info, constants, "direct").source())
+            if info.bounded is not None:
+                parts.append(FunctionCompiler(analysis, info, constants, "bounded").source())
                 if analysis.batch_counts:  # a call of it where `d` is 0 runs it on a heap stack
                     params = ", ".join(f"a{i}" for i in range(len(info.fn.params)))
                     parts.append(f"def {info.py}_n(d, {params}):\n    return nested({info.py}({params}))")
