@@ -523,10 +523,13 @@ class ClauseCode:
                 continue
             if c.target == "=/2" and (self.is_new(c.args[0]) or self.is_new(c.args[1])):
                 new, other = c.args if self.is_new(c.args[0]) else reversed(c.args)
-                value = self.build(other)
-                e(f"v{new.index} = {value}")  # a new variable just names the other side
-                self.bound.add(new.index)
-                continue
+                # A new variable just names the other side, unless it occurs there (`X = [a|X]`
+                # is a cyclic term: it must be bound, below, not named).
+                if not any(isinstance(n, Var) and n.index == new.index for n in _nodes(other)):
+                    value = self.build(other)
+                    e(f"v{new.index} = {value}")
+                    self.bound.add(new.index)
+                    continue
             if c.target in primitives.INLINE:
                 self.inline_primitive(c)
             else:
