@@ -211,6 +211,8 @@ def build(pe, lookup) -> dict:
         items, tail = to_list(lst)
         if type(tail) is Var:
             return [tail]
+        if type(tail) is Cons:
+            raise _fail("length", (lst, n), site, "length/2: not a list (a cyclic term)")
         if tail != NIL or not unify(n, len(items)):
             raise _fail("length", (lst, n), site)
 

@@ -120,4 +120,6 @@ def match_eq(a, b):
                     stack.append(y.args[i])
         elif x != y:
             return False
-    return True if waits is None else waits
+    if waits is None:
+        return True
+    return list({id(v): v for v in waits}.values())  # once each (a cyclic term meets one often)

@@ -212,12 +212,12 @@ def write_cyclic(t, names: dict[int, str]) -> str:
             v.val = None
             kept.append((v, values[i]))
     for n, (v, _) in enumerate(kept, 1):
-        names[id(v)] = f"S_{n}"
-    try:
-        return _write_tree(Struct("@", (skeleton, _list([Struct("=", pair) for pair in kept]))), names)
-    finally:
-        for v, _ in kept:  # the ids of these variables may be reused once they are gone
-            del names[id(v)]
+        v.val = _Name(f"S_{n}")  # not a variable: `names` numbers the term's own ones
+    return _write_tree(Struct("@", (skeleton, _list([Struct("=", pair) for pair in kept]))), names)
+
+
+class _Name(str):
+    """A name written as it is (S_1 of a factorized cyclic term)."""
 
 
 _VISIT, _VISIT_ITSELF, _BUILD = 0, 1, 2
