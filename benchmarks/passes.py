@@ -23,23 +23,26 @@ EXAMPLES = HERE.parent / "examples" / "parlog"
 REPEATS = 5
 PES = (1, 4, 16, 64)
 STARTUPS_US = (1.0, 5.0, 50.0)  # link start-up per hop; the cost model's default is 5 us
+PARLOG_O2 = ("prune-unreachable", "order-nodes", "index-rules", "tail-loop", "dest-passing", "lift")
 
 
 @dataclass(frozen=True)
 class PassEntry:
     """A pass measured on `program`: the passes run before (`before`) and after (`after`: the
-    same plus the pass), the counters it changes, and `unhelped`, a program it cannot help."""
+    same plus the pass), the counters it changes, and `unhelped`, a program it cannot help
+    (None for the rows of all the passes together)."""
 
     name: str
     program: Path
     counters: tuple[str, ...]
-    unhelped: Path
+    unhelped: Path | None
     before: tuple[str, ...] = ()
     parallel: bool = True  # measure virtual time on several PEs (a sequential program gains nothing)
+    adds: tuple[str, ...] | None = None  # the passes added (by default the one named)
 
     @property
     def after(self) -> tuple[str, ...]:
-        return (*self.before, self.name)
+        return (*self.before, *(self.adds if self.adds is not None else (self.name,)))
 
 
 ENTRIES: list[PassEntry] = [
@@ -50,6 +53,15 @@ ENTRIES: list[PassEntry] = [
               before=("tail-loop",), parallel=False),
     PassEntry("order-nodes", PARLOG / "queens.par", ("suspensions", "enqueues"), PARLOG / "nrev30.par"),
     PassEntry("lift", PARLOG / "fib24.par", ("exported",), PARLOG / "queens.par"),
+    # All of them together: -O0 against the PARLOG passes of -O2, on the issue's targets.
+    PassEntry("parlog-O2", PARLOG / "nrev30.par", ("looped", "cells_in_place"), None,
+              adds=PARLOG_O2, parallel=False),
+    PassEntry("parlog-O2", PARLOG / "primes.par", ("guard_tests", "cells_in_place"), None,
+              adds=PARLOG_O2),
+    PassEntry("parlog-O2", PARLOG / "queens10.par", ("suspensions", "exported"), None,
+              adds=PARLOG_O2),
+    PassEntry("parlog-O2", PARLOG / "fib24.par", ("suspensions", "exported"), None,
+              adds=PARLOG_O2),
 ]
 
 
@@ -110,7 +122,8 @@ def virtual(module, pes: int, startup_us: float | None = None) -> tuple[float, i
 
 def measure(entry: PassEntry) -> list[Row]:
     rows: list[Row] = []
-    for path, helped in ((entry.program, True), (entry.unhelped, False)):
+    programs = [(entry.program, True)] + ([(entry.unhelped, False)] if entry.unhelped else [])
+    for path, helped in programs:
         a, b = _module(path, entry.before), _module(path, entry.after)
         program = path.stem
 
