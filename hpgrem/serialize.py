@@ -183,11 +183,27 @@ def loads(text: str) -> Module:
         raise HpgFormatError(f".hpg format version {version!r} is {which} format; this hpgrem reads version "
                              f"{VERSION} only: compile the program again with this hpgrem")
     try:
-        return _module(doc)
+        module = _module(doc)
+        _check_types(module)
+        return module
     except _Bad as e:
         raise HpgFormatError(f"malformed .hpg file at {e.path}: {e.problem}") from None
     except RecursionError:
         raise HpgFormatError("not a readable .hpg file (nested too deeply)") from None
+
+
+def _check_types(module: Module) -> None:
+    """An ML graph that verifies must also have types (hpgrem/typecheck.py): the code the
+    machine generates for it takes the representation of every value for granted. (One that
+    does not verify is refused by the verifier, which the pipeline runs next.)"""
+    if module.dialect != Dialect.ML:
+        return
+    from hpgrem.typecheck import type_problem
+    from hpgrem.verify import verify
+    if not verify(module):
+        problem = type_problem(module)
+        if problem is not None:
+            raise HpgFormatError(f"ill-typed .hpg file {problem}")
 
 
 MAX_INT_DIGITS = 4300

@@ -151,11 +151,7 @@ def in_generated_ml_code(status, report: str) -> bool:
     return status == 70 and bool(frames) and frames[-1] == "<hpgrem ml>"
 
 
-KNOWN_HPG = {
-    "an ML graph that is well formed but ill typed (an int added to a string, a field of a tuple too "
-    "short) goes wrong in its generated code: the verifier checks no ML types and the machine runs "
-    "the graph unguarded (test_an_ill_typed_ml_graph_is_refused, strict xfail)": in_generated_ml_code,
-}
+KNOWN_HPG: dict = {}
 """Failures of a known class, tracked by a strict xfail reproducer: counted and reported, not
 failed on. Each names its reproducer."""
 
@@ -579,19 +575,142 @@ def test_in_process_runs_match_the_command(ext, compiled, tmp_path):
 # Reproducers of what the fuzzers found
 
 
-@pytest.mark.xfail(strict=True, reason="known: the verifier checks no ML types (hpgrem/verify.py) and "
-                                       "pam/ml/codegen.py runs a loaded graph unguarded, so an int added to a "
-                                       "string ends in a TypeError inside the generated code (exit 70)")
-def test_an_ill_typed_ml_graph_is_refused(tmp_path):
-    source = tmp_path / "a.sml"
-    source.write_text('val x = 1 + 2;\nval _ = print (Int.toString x);\n')
-    hpg = tmp_path / "a.hpg"
+def _compiled(tmp_path, text: str, name: str = "a.sml") -> tuple[Path, str]:
+    source = tmp_path / name
+    source.write_text(text)
+    hpg = tmp_path / (source.stem + ".hpg")
     assert run_cli(["compile", str(source), "-o", str(hpg)])[0] == 0
-    text = hpg.read_text()
-    assert '"value":2' in text
-    hpg.write_text(text.replace('"value":2', '"value":"two"'))
-    status, _, stderr, _ = run_cli(["run", str(hpg)])
-    assert status == 2, stderr
+    return hpg, hpg.read_text()
+
+
+def _refused(hpg: Path, text: str, *words: str) -> None:
+    hpg.write_text(text)
+    status, _, stderr, report = run_cli(["run", str(hpg)])
+    assert status == 2, stderr + report
+    assert stderr.startswith(f"hpgrem: error: {hpg}: ") and "Traceback" not in stderr, stderr
+    for w in words:
+        assert w in stderr, stderr
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ('"value":2', '"value":"two"', ["ill-typed", "at $.rules[0].body.exprs[0].value.args[1]: int.+: type mismatch"]),
+    ('"value":2', '"value":2.5', ["ill-typed", "int.+: type mismatch: int and real"]),
+    ('"op":"int.+"', '"op":"string.<"', ["ill-typed", "type mismatch"]),
+    ('"op":"int.+"', '"op":"int.~"', ["primitive 'int.~' takes 1 arguments, not 2"]),
+    ('"op":"int.+"', '"op":"os.system"', ["unknown primitive 'os.system'"]),
+    ('"value":2', '"value":' + "9" * 5000, ["an integer of 5000 digits"]),
+    ('"value":2', '"value":4611686018427387904', ["out of range for int"]),
+])
+def test_an_ml_graph_that_contradicts_the_representation_is_refused(tmp_path, old, new, words):
+    hpg, text = _compiled(tmp_path, "val x = 1 + 2;\nval _ = print (Int.toString x);\n")
+    assert old in text
+    _refused(hpg, text.replace(old, new, 1), *words)
+
+
+def _first(doc, pred):
+    """The first JSON object of `doc`, in document order, that `pred` accepts."""
+    stack = [doc]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if pred(x):
+                return x
+            stack.extend(reversed(list(x.values())))
+        elif isinstance(x, list):
+            stack.extend(reversed(x))
+    raise LookupError("no such object")
+
+
+def _unswitch(doc):
+    """The first switch replaced by its second case's body: its `.arg` parts no longer tested."""
+    fn = _first(doc, lambda x: x.get("kind") == "Function" and x["body"].get("kind") == "Switch")
+    fn["body"] = fn["body"]["cases"][1][1]
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: _first(d, lambda x: x.get("kind") == "Part" and x["step"] == 1).update(step=7),
+     ["type mismatch: a tuple with a field 7 and (int * int)"]),
+    (_unswitch, ["type mismatch: a datatype of one constructor and t"]),
+    (lambda d: _first(d, lambda x: x.get("rep") == "mixed").update(rep="args"),
+     ["type mismatch: an argument of type 'a and no argument"]),
+    (lambda d: _first(d, lambda x: x.get("kind") == "Construct" and x["tag"] == 1).update(arg=None),
+     ["type mismatch: an argument of type 'a and no argument"]),
+])
+def test_an_ml_graph_that_misreads_its_values_is_refused(tmp_path, edit, words):
+    hpg, text = _compiled(tmp_path, "datatype t = A | B of int * int;\n"
+                                    "fun f A = 0 | f (B (x, y)) = x + y;\n"
+                                    "val _ = print (Int.toString (f (B (1, 2)) + f A));\n")
+    doc = json.loads(text)
+    edit(doc)
+    _refused(hpg, json.dumps(doc), *words)
+
+
+GUARDED = "mode p(?, ^).\np(X, Y) <- X > 0 : Y = pos.\np(X, Y) <- X =< 0 : Y = neg.\nmain <- p(1, Y), write(Y), nl.\n"
+
+
+def _guard(doc):
+    return _first(doc, lambda x: x.get("kind") == "Call" and x["target"] == ">/2")
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: _guard(d)["args"].pop(), ["1 arguments in a call of >/2"]),
+    (lambda d: _guard(d).update(target="write/1", args=_guard(d)["args"][:1]), ["write/1 cannot stand in a guard"]),
+    (lambda d: _first(d, lambda x: x.get("kind") == "Clause").update(nvars=10 ** 30), ["variables (0 to"]),
+    (lambda d: _first(d, lambda x: x.get("kind") == "Atom").update(name="\ud800"), ["lone surrogate"]),
+    (lambda d: _first(d, lambda x: x.get("kind") == "Atom").update(kind="Struct", args=[]),
+     ["a compound term has arguments"]),
+    (lambda d: _first(d, lambda x: x.get("kind") == "Relation").update(key="q/2"), ["is not the key of p/2"]),
+])
+def test_a_parlog_graph_that_contradicts_the_machine_is_refused(tmp_path, edit, words):
+    hpg, text = _compiled(tmp_path, GUARDED, "p.par")
+    doc = json.loads(text)
+    edit(doc)
+    _refused(hpg, json.dumps(doc), *words)
+
+
+def test_every_example_passes_the_loaders_type_check():
+    """No false refusal: every ML example and benchmark, compiled at each level and read back
+    from its .hpg text, has types."""
+    from hpgrem.pipeline import Options, compile_file
+    from hpgrem.serialize import dumps, loads
+    from hpgrem.typecheck import type_problem
+    for program in ML_PROGRAMS:
+        for opt in (0, 1, 2):
+            module = loads(dumps(compile_file(str(ROOT / program), Options(opt=opt)).module))
+            assert type_problem(module) is None, (program, opt)
+
+
+@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.integers(0, 1 << 30))
+def test_generated_ml_programs_pass_the_loaders_type_check(seed):
+    from ml_gen import generate
+
+    from hpgrem.pipeline import Options, compile_text
+    from hpgrem.serialize import dumps, loads
+    from hpgrem.typecheck import type_problem
+    text = generate(seed)
+    for opt in (0, 2):
+        module = loads(dumps(compile_text(text, "g.sml", Options(opt=opt)).complete()))
+        assert type_problem(module) is None, (seed, opt)
+
+
+def test_the_loader_knows_the_types_of_the_primitives():
+    """hpgrem/typecheck.py's types of the primitives are the basis's (frontend/ml/basis.py)."""
+    from frontend.ml.basis import VALUES
+    from frontend.ml.lower import CURRIED
+    from hpgrem.typecheck import PRIMITIVE_TYPES
+    from hpgrem.verify import ML_PRIMITIVES
+    assert PRIMITIVE_TYPES.keys() == ML_PRIMITIVES.keys()
+    basis = {v.name: v.type.replace("''a", "'a").replace("StringCvt.realfmt", "realfmt") for v in VALUES}
+    basis |= {"ref": "'a -> 'a ref", "=.simple": basis["="], "<>.simple": basis["<>"]}
+    for op, arity in ML_PRIMITIVES.items():
+        ours = PRIMITIVE_TYPES[op]
+        assert ours.count(",") == arity - 1, op
+        ty, _, name = op.partition(".")
+        theirs = basis[op] if op in basis else basis[name].replace("'a", ty)
+        if arity == 2:
+            theirs = theirs.replace(" -> ", ", ", 1) if op in CURRIED else theirs.replace(" * ", ", ", 1)
+        assert ours == theirs, op
 
 
 def test_the_verifier_knows_the_primitives_the_machine_implements():
