@@ -61,8 +61,9 @@ def test_a_million_deep_non_tail_recursion_runs(tmp_path, opt):
 
 # ---- every pass alone and all together print what -O0 prints -----------------------------------
 
-ML_PASSES = ("ml-flatten", "ml-grain", "ml-inline", "ml-ranges", "ml-batch-counts")
-ALL = ("ml-flatten", "ml-grain", "ml-inline", "simplify", "prune-unreachable", "ml-ranges", "ml-batch-counts")
+ML_PASSES = ("ml-flatten", "ml-grain", "ml-inline", "ml-switch", "ml-ranges", "ml-batch-counts")
+ALL = ("ml-flatten", "ml-grain", "ml-inline", "simplify", "prune-unreachable", "ml-switch", "ml-ranges",
+       "ml-batch-counts")
 
 
 def outcome(text: str, passes: tuple[str, ...] | None, pes: int = 1, **options) -> tuple[str, str | None]:
@@ -232,3 +233,18 @@ def test_depth_bounded_copy_only_where_the_argument_bounds_the_depth():
         assert outcome(text, passes) == ("150 1000000\n", None)
     growing = "fun up n = if n <= 0 then 0 else 1 + up (n + 1)\nval _ = up 0\n"
     assert all(m.annotation(k, "depth") is None for k in functions(growing, ("ml-ranges",)).functions)
+
+
+def test_ml_switch_decides_known_tests_and_flattens_equality_chains():
+    text = ("fun k (0, 0) = 1 | k (_, _) = 2\n"
+            "fun g xs = case xs of [] => 0 | _ => (case xs of x :: _ => x | [] => ~1)\n"
+            "fun h x = if x = 1 then 10 else if x = 2 then 20 else if x < 0 then (if x < 0 then 1 else 2) else 0\n"
+            'val _ = print (Int.toString (k (0, 0) + k (0, 1) + g [5] + g [] + h 2 + h ~3 + h 9) ^ "\\n")\n')
+    m = functions(text, ("simplify", "ml-switch"))
+    bodies = {f.name: f.body for f in m.functions.values() if f.name in ("k", "g", "h")}
+    assert not any(isinstance(x, ir.Let) for x in ir.walk(bodies["k"]))  # no arm number
+    assert sum(isinstance(x, ir.Switch) for x in ir.walk(bodies["g"])) == 1  # xs tested once
+    h_switch, = [x for x in ir.walk(bodies["h"]) if isinstance(x, ir.Switch)]
+    assert [k for k, _ in h_switch.cases] == [1, 2]
+    assert sum(isinstance(x, ir.If) for x in ir.walk(bodies["h"])) == 1  # x < 0 tested once
+    assert outcome(text, ("simplify", "ml-switch")) == outcome(text, ()) == ("29\n", None)

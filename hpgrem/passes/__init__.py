@@ -34,6 +34,7 @@ PASS_TABLE: dict[str, str] = {
     "tail-loop": "hpgrem.passes.tail_loop:TailLoop",
     "dest-passing": "hpgrem.passes.dest_passing:DestPassing",
     "lift": "hpgrem.passes.lift:Lift",
+    "ml-switch": "hpgrem.passes.ml_switch:MLSwitch",
     "ml-ranges": "hpgrem.passes.ml_ranges:MLRanges",
     "ml-batch-counts": "hpgrem.passes.ml_batch_counts:MLBatchCounts",
 }
