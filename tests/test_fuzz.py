@@ -546,10 +546,10 @@ def test_in_process_runs_match_the_command(ext, compiled, tmp_path):
     gives the same exit status, stdout and stderr."""
     if ext == ".hpg":
         program = "examples/ml/records.sml"
-        cases = [[("same_type", k * 37, k * 11)] for k in range(4)] + [[("truncate", 500)]]
+        cases = [[("same_type", k * 37, k * 11)] for k in range(3)] + [[("truncate", 500)]]
     else:
         program = "examples/parlog/tree.par" if ext == ".par" else "examples/ml/records.sml"
-        cases = [[("tok_swap", k * 13, k * 7)] for k in range(3)] + [[("delete", 40 * k, 5)] for k in range(2)]
+        cases = [[("tok_swap", k * 13, k * 7)] for k in range(2)] + [[("delete", 40 * k, 5)] for k in range(2)]
     statuses = set()
     for k, mutations in enumerate(cases):
         path = tmp_path / f"m{k}{ext}"
@@ -669,13 +669,13 @@ def test_a_parlog_graph_that_contradicts_the_machine_is_refused(tmp_path, edit, 
 
 
 def test_every_example_passes_the_loaders_type_check():
-    """No false refusal: every ML example and benchmark, compiled at each level and read back
-    from its .hpg text, has types."""
+    """No false refusal: every ML example and benchmark, compiled (at -O1 and, for a few, at
+    -O0 and -O2) and read back from its .hpg text, has types."""
     from hpgrem.pipeline import Options, compile_file
     from hpgrem.serialize import dumps, loads
     from hpgrem.typecheck import type_problem
     for program in ML_PROGRAMS:
-        for opt in (0, 1, 2):
+        for opt in (0, 1, 2) if program in HPG_PROGRAMS[5:9] else (1,):
             module = loads(dumps(compile_file(str(ROOT / program), Options(opt=opt)).module))
             assert type_problem(module) is None, (program, opt)
 
