@@ -480,7 +480,10 @@ class ClauseCode:
         e = self.e
         d = self.shape.dest
         c = self.temp()
-        e(f"{c} = Cons({self.build(pat.args[0])}, None)")
+        head = self.build(pat.args[0])
+        e(f"{c} = new_cell(Cons)")  # object.__new__: no Python-level __init__ call for a cell
+        e(f"{c}.head = {head}")
+        e(f"{c}.tail = None")
         e(f"if d{d} is not None:")
         e(f"    d{d}.tail = {c}")
         e(f"    d{d} = {c}")

@@ -85,7 +85,7 @@ class RuleCompiler:
         e.indent()
         for name in ("Var", "Struct", "Cons", "Goal", "Seq", "Placed", "declare", "deref", "match_eq", "from_list",
                      "put", "wake", "spawn", "park_new", "push", "susp1", "fail_goal", "fail_output",
-                     "arith_test", "INLINE", "PROCS", "CONSTS", "METER", "ST", "PRIMITIVE_COST"):
+                     "arith_test", "INLINE", "PROCS", "CONSTS", "METER", "ST", "PRIMITIVE_COST", "new_cell"):
             e(f"{name} = RT['{name}']")
         e("globals().update(CONSTS)")
         for key, rel in self.module.relations.items():
@@ -158,6 +158,7 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         "fail_goal": fail_goal, "fail_output": fail_output, "arith_test": primitives.arith_test,
         "INLINE": prims["inline"], "PROCS": prims["procs"], "CONSTS": rc.consts,
         "METER": pe.meter, "ST": pe.stats, "PRIMITIVE_COST": DEFAULT.primitive_step,
+        "new_cell": Cons.__new__,
     }
     namespace: dict = {}
     exec(compile(rc.source, f"<rules of {module.source}>", "exec"), namespace)
