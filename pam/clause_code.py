@@ -5,12 +5,17 @@ in place; a pending `is` as a task with a step of its own)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hpgrem.ir import Atom, Call, Clause, Float, Int, Struct, Term, Var, calls_in
 from pam import primitives
 from pam.arith import MAX_INT_BITS
 from pam.terms import Cons
 from pam.terms import Struct as RStruct
 from pam.terms import mkatom
+
+if TYPE_CHECKING:
+    from pam.relation_code import RelationCode
 
 TYPE_TESTS = {
     "atom/1": "type({x}) is not str",

@@ -5,8 +5,14 @@ what the passes recorded (`Shape`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hpgrem.ir import Atom, Clause, Float, Int, Relation, Struct, Term, Var
 from pam.clause_code import ClauseCode
+
+if TYPE_CHECKING:
+    from pam.rules import RuleCompiler
+
 
 class Shape:
     """The code shapes the passes asked for, for one relation (docs/passes.md): each is an
