@@ -20,11 +20,14 @@ class PEStats:
     hops: int = 0
     steals: int = 0
     exported: int = 0  # tasks sent to run on another PE (stolen or placed)
-    # Counted only by code compiled to count (ParlogRuntime(counting=True), `--stats`): what
+    looped: int = 0  # reductions run by a step looping inside itself (tail-loop), not by the PE loop
+    # Counted only by code compiled to count (ParlogRuntime(counting=True), as `hpgrem bench
+    # passes` runs it; 0 otherwise): what
     # the passes change (docs/passes.md).
     clause_tries: int = 0  # clause (or shared match) blocks entered
     guard_tests: int = 0  # guard goals tested
     enqueues: int = 0  # body goals put on the ready queue by committing clauses
+    cells_in_place: int = 0  # output list cells built in place, with no variable (dest-passing)
     busy_time: float = 0.0
 
 
@@ -73,7 +76,8 @@ class RunStats:
         rate = data["reductions"] / data["time"] if data["time"] > 0 else 0.0
         lines.append(f"rate: {rate:,.0f} reductions/s; wall {self.wall_s:.6f} s")
         counted = {h: sum(row[h] for row in data["per_pe"]) for h in
-                   ("suspensions", "exported", "clause_tries", "guard_tests", "enqueues")}
+                   ("suspensions", "exported", "looped", "clause_tries", "guard_tests", "enqueues",
+                    "cells_in_place")}
         lines.append("counters: " + ", ".join(f"{h} {n}" for h, n in counted.items()))
         return "\n".join(lines)
 
