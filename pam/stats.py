@@ -21,9 +21,8 @@ class PEStats:
     steals: int = 0
     exported: int = 0  # tasks sent to run on another PE (stolen or placed)
     looped: int = 0  # reductions run by a step looping inside itself (tail-loop), not by the PE loop
-    # Counted only by code compiled to count (ParlogRuntime(counting=True), as `hpgrem bench
-    # passes` runs it; 0 otherwise): what
-    # the passes change (docs/passes.md).
+    # What the passes change (docs/passes.md), counted only by code compiled to count
+    # (ParlogRuntime(counting=True), as `hpgrem bench passes` runs it; 0 otherwise).
     clause_tries: int = 0  # clause (or shared match) blocks entered
     guard_tests: int = 0  # guard goals tested
     enqueues: int = 0  # body goals put on the ready queue by committing clauses
