@@ -24,6 +24,10 @@ REPEATS = 5
 PES = (1, 4, 16, 64)
 STARTUPS_US = (1.0, 5.0, 50.0)  # link start-up per hop; the cost model's default is 5 us
 PARLOG_O2 = ("prune-unreachable", "order-nodes", "index-rules", "tail-loop", "dest-passing", "lift")
+ML = HERE / "ml"
+ML_EXAMPLES = HERE.parent / "examples" / "ml"
+ML_O2 = ("ml-flatten", "ml-grain", "ml-inline", "simplify", "prune-unreachable", "ml-switch", "ml-ranges",
+         "ml-batch-counts")
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,19 @@ ENTRIES: list[PassEntry] = [
               adds=PARLOG_O2),
     PassEntry("parlog-O2", PARLOG / "fib24.par", ("suspensions", "exported"), None,
               adds=PARLOG_O2),
+    # ML (docs/passes.md): the counters are the run's reductions and the tasks exported.
+    PassEntry("ml-flatten", ML / "tak.sml", ("reductions",), ML / "fib25.sml", parallel=False),
+    PassEntry("ml-grain", ML / "pfib_fine.sml", ("exported",), ML / "pfib30.sml"),
+    PassEntry("ml-inline", ML / "sumsq.sml", ("reductions",), ML / "fib25.sml", parallel=False),
+    PassEntry("ml-switch", ML / "classify.sml", ("reductions",), ML / "fib25.sml", before=("simplify",),
+              parallel=False),
+    PassEntry("ml-ranges", ML / "fib25.sml", ("reductions",), ML / "nqueens8.sml", parallel=False),
+    PassEntry("ml-batch-counts", ML / "fib25.sml", ("reductions",), ML_EXAMPLES / "higher_order.sml",
+              parallel=False),
+    # All of them together: -O0 against the ML passes of -O2.
+    PassEntry("ml-O2", ML / "fib25.sml", ("reductions",), None, adds=ML_O2, parallel=False),
+    PassEntry("ml-O2", ML / "tak.sml", ("reductions",), None, adds=ML_O2, parallel=False),
+    PassEntry("ml-O2", ML / "pfib30.sml", ("exported",), None, adds=ML_O2),
 ]
 
 
