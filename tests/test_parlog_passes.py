@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import EXAMPLES, ROOT, compile_source, expected_output
+from test_properties import RELS
+from test_properties import programs as random_programs
 from pam.errors import LimitExceeded, MachineStop
 from pam.machine import Machine
 from pam.rules import ParlogRuntime, RuleCompiler
@@ -253,3 +255,45 @@ def test_random_programs_agree_with_O0(text, passes):
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_random_programs_on_sixteen_pes(text):
     assert run(text, PARLOG_PASSES, pes=16, topology="mesh:4x4")[0] == run(text, ())[0]
+
+
+# -- the random programs of tests/test_properties.py, run ------------------------------------------
+def outcome(text: str, passes: tuple, **options) -> tuple[str, str]:
+    """What a run shows: its output and how it ended (the kind of stop, if any)."""
+    module = compile_source(text, "r.par", passes=passes)
+    out = io.StringIO()
+    try:
+        Machine(module, stream=out, max_steps=20000, **options).run()
+        end = "ok"
+    except MachineStop as stop:
+        end = type(stop).__name__
+    return out.getvalue(), end
+
+
+@st.composite
+def property_programs(draw):
+    """A program of test_properties.programs() with a main that calls each of its relations,
+    one after another, with drawn inputs and fresh outputs."""
+    text = draw(random_programs())
+    module = compile_source(text + "main.\n", "r.par", passes=())
+    calls = []
+    for name in RELS:
+        rel = next(r for k, r in module.relations.items() if k.startswith(name + "/"))
+        args = [draw(st.sampled_from(["[]", "[1, 2]", "f(3, 1)", "0", "-3", "a", "5"])) if m == "?" else f"O{i}"
+                for i, m in enumerate(rel.modes)]
+        outs = [a for a, m in zip(args, rel.modes) if m == "^"]
+        calls.append(f"{name}({', '.join(args)})" + "".join(f" & write({o}) & nl" for o in outs))
+    return text + "main <- " + " & ".join(calls) + ".\n"
+
+
+@given(property_programs(), st.sampled_from([PARLOG_PASSES, ("index-rules",), ("tail-loop", "dest-passing"),
+                                              ("order-nodes",)]))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_property_programs_agree_with_O0(text, passes):
+    assert outcome(text, passes) == outcome(text, ())
+
+
+@given(property_programs())
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_property_programs_on_sixteen_pes(text):
+    assert outcome(text, PARLOG_PASSES, pes=16, topology="mesh:4x4") == outcome(text, ())
