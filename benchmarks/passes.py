@@ -62,7 +62,7 @@ ENTRIES: list[PassEntry] = [
               adds=PARLOG_O2, parallel=False),
     PassEntry("parlog-O2", PARLOG / "primes.par", ("guard_tests", "cells_in_place"), None,
               adds=PARLOG_O2),
-    PassEntry("parlog-O2", PARLOG / "queens10.par", ("suspensions", "exported"), None,
+    PassEntry("parlog-O2", PARLOG / "queens.par", ("suspensions", "exported"), None,
               adds=PARLOG_O2),
     PassEntry("parlog-O2", PARLOG / "fib24.par", ("suspensions", "exported"), None,
               adds=PARLOG_O2),
