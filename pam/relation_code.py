@@ -28,7 +28,7 @@ class Shape:
 
         self.switch = position("switch", "?")  # index-rules
         self.share = notes.get("share") is True  # index-rules: shared matching, complementary guards
-        self.loop = notes.get("loop") is True  # tail-loop
+        self.loop = notes.get("tail_loop") is True  # tail-loop (not `loop`: ml-kinds records that name)
         self.dest = position("dest", "^") if self.loop else None  # dest-passing (needs the loop)
         self.arith_tasks = notes.get("arith_tasks") is True  # order-nodes
         lift = notes.get("lift")  # lift: (size position, growth per unit)

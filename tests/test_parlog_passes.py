@@ -140,6 +140,15 @@ def test_output_that_is_also_the_input_keeps_plain_semantics(passes):
         run(ALIAS, passes, max_steps=5000)
 
 
+def test_O2_keeps_every_shape_annotation():
+    """The passes after them (ML's among them) must not drop what the PARLOG passes record."""
+    module = compile_source((BENCH / "primes.par").read_text(), "p.par", opt=2)
+    notes = module.annotations["filter/3"]
+    assert notes["switch"] == 0 and notes["share"] and notes["tail_loop"] and notes["dest"] == 2
+    assert notes["arith_tasks"]
+    assert compile_source((BENCH / "fib24.par").read_text(), "f.par", opt=2).annotations["fib/2"]["lift"][0] == 0
+
+
 # -- the counters each pass changes ------------------------------------------------------------------
 def test_index_rules_tests_each_guard_once():
     text = (BENCH / "primes.par").read_text().replace("10000", "2000")
@@ -196,7 +205,7 @@ def test_list_literal_of_twenty_thousand_elements():
 
 # -- annotations from an untrusted .hpg are never pasted into code --------------------------------------
 @pytest.mark.parametrize("note", [{"switch": "0) or __import__('os').system('echo pwned') or (0"},
-                                  {"switch": 7}, {"dest": -1, "loop": True}, {"loop": "yes"},
+                                  {"switch": 7}, {"dest": -1, "tail_loop": True}, {"tail_loop": "yes"},
                                   {"lift": (0, float("nan"))}, {"lift": ("__import__", 2.0)}])
 def test_bad_shape_annotations_are_ignored(note):
     module = compile_source((EXAMPLES / "nrev.par").read_text(), "n.par", passes=())

@@ -1,7 +1,7 @@
 """tail-loop: a self tail-recursive PARLOG relation runs as a loop inside its step function.
 
 A clause whose body is a `,` of calls, the first relation call being the relation itself,
-continues with that call in the same task (depth first); with `loop` recorded, the step does
+continues with that call in the same task (depth first); with `tail_loop` recorded, the step does
 not return to the PE for it but loops, while the PE's time slice lasts (pam/pe.py's meter): the
 reductions, the limits, stealing and the slices' fairness are those of `-O0`.
 """
@@ -48,5 +48,5 @@ class TailLoop:
     def apply(self, module: Module) -> Module:
         if module.dialect != Dialect.PARLOG:
             return module
-        return annotated(module, {key: {"loop": True} for key, rel in module.relations.items()
+        return annotated(module, {key: {"tail_loop": True} for key, rel in module.relations.items()
                                   if loops(module, rel)})
