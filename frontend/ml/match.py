@@ -159,30 +159,53 @@ class _Compiler:
             return Leaf(first.arm)
         path, pat = first.pending[0]
         kind = _kind(pat)
+        # One pass to find each row's test at `path` and the keys in order of appearance, one
+        # to give each key its rows (those testing for it, specialized, and those not testing
+        # `path`, in order): linear in the rows, so a `case` of thousands of constants is quick.
+        found_at = [_find(row, path) for row in rows]
         keys: list = []
-        for row in rows:
-            found = _find(row, path)
-            if found is not None and not any(_same(_key(found[1]), k) for k in keys):
-                keys.append(_key(found[1]))
-        cases = []
-        for key in keys:
-            sub: list[_Row] = []
-            for row in rows:
-                found = _find(row, path)
-                if found is None:
+        index_of: dict = {}
+        for found in found_at:
+            if found is not None:
+                key = _key(found[1])
+                if _index(index_of, keys, key) is None:
+                    index_of[_hashable(key)] = len(keys)
+                    keys.append(key)
+        subs: list[list[_Row]] = [[] for _ in keys]
+        for row, found in zip(rows, found_at):
+            if found is None:
+                for sub in subs:
                     sub.append(row)
-                    continue
-                index, p = found
-                if _same(_key(p), key):
-                    spread: list[tuple[Path, MPat]] = []
-                    arg = p.arg if isinstance(p, (MCon, MExn)) else None
-                    if arg is not None:
-                        _spread(path.then(_arg_step(p)), arg, spread)
-                    sub.append(_Row(row.pending[:index] + tuple(spread) + row.pending[index + 1:], row.arm))
-            cases.append((key, self.compile(sub)))
+                continue
+            index, p = found
+            spread: list[tuple[Path, MPat]] = []
+            arg = p.arg if isinstance(p, (MCon, MExn)) else None
+            if arg is not None:
+                _spread(path.then(_arg_step(p)), arg, spread)
+            subs[_index(index_of, keys, _key(p))].append(
+                _Row(row.pending[:index] + tuple(spread) + row.pending[index + 1:], row.arm))
+        cases = [(key, self.compile(sub)) for key, sub in zip(keys, subs)]
         complete = kind == "con" and len(keys) == len(pat.con.tycon.constructors)
-        default = None if complete else self.compile([r for r in rows if _find(r, path) is None])
+        default = None if complete else self.compile([r for r, f in zip(rows, found_at) if f is None])
         return Switch(path, kind, tuple(cases), default)
+
+
+def _hashable(key):
+    """A dictionary key for a test's key: constructors by identity (as `_same` compares them),
+    constants by value; None for an exception name (compared by equality, not hashed)."""
+    if isinstance(key, Constructor):
+        return ("con", id(key))
+    if isinstance(key, (int, str)):
+        return (type(key).__name__, key)
+    return None
+
+
+def _index(index_of: dict, keys: list, key) -> int | None:
+    """Where `key` is in `keys` (None if it is not there)."""
+    h = _hashable(key)
+    if h is not None:
+        return index_of.get(h)
+    return next((i for i, k in enumerate(keys) if _same(k, key)), None)
 
 
 def _find(row: _Row, path: Path) -> tuple[int, MPat] | None:
