@@ -38,6 +38,16 @@ def test_timeout_stops_recursion_in_direct_code(tmp_path, opt):
     assert r.stdout == ""
 
 
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_timeout_stops_direct_code_on_simulated_pes(tmp_path, opt):
+    path = tmp_path / "fib.sml"
+    path.write_text(FIB + 'val _ = print (Int.toString (fib 45) ^ "\\n")\n')
+    began = time.monotonic()
+    r = hpgrem("run", str(path), "--pes", "16", "--timeout", "1", opt, timeout=60)
+    assert time.monotonic() - began < 20
+    assert r.returncode == 4 and "(--timeout)" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("opt", LEVELS)
 @pytest.mark.parametrize("program", [FIB + "val _ = fib 45\n",
                                      TAK + "val _ = tak (40, 20, 0)\n",
