@@ -7,6 +7,7 @@ so `\\f`, `\\v`, U+2028 and the like are characters of a line, not line breaks.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from hpgrem.ir import Span
@@ -31,6 +32,11 @@ def excerpt(text: str) -> str:
     return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
 
 
+LINE_WINDOW = 80
+"""How much of a long source line a diagnostic shows on each side of its column."""
+_LONG_WORD = re.compile(r"\S{41,}")
+
+
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
     """A message about the user's program at a source location."""
@@ -40,7 +46,8 @@ class Diagnostic:
     severity: str = "error"
 
     def render(self, source: str | None) -> str:
-        head = visible(f"{self.span}: {self.severity}: {self.message}")
+        message = _LONG_WORD.sub(lambda m: excerpt(m.group()), self.message)
+        head = visible(f"{self.span}: {self.severity}: {message}")
         if source is None or self.span.line < 1:
             return head
         lines = source.split("\n")
@@ -48,8 +55,12 @@ class Diagnostic:
             return head
         line = lines[self.span.line - 1].removesuffix("\r").replace("\t", " ")  # a tab is one column
         col = max(self.span.col, 1)
-        before = visible(line[:col - 1])
-        return f"{head}\n{before}{visible(line[col - 1:])}\n{' ' * len(before)}^"
+        lo, hi = 0, len(line)
+        if len(line) > 2 * LINE_WINDOW:  # a line of thousands of characters: the part around the column
+            lo, hi = max(0, col - 1 - LINE_WINDOW), min(len(line), col - 1 + LINE_WINDOW)
+        before = ("..." if lo else "") + visible(line[lo:col - 1])
+        after = visible(line[col - 1:hi]) + ("..." if hi < len(line) else "")
+        return f"{head}\n{before}{after}\n{' ' * len(before)}^"
 
 
 class CompileError(Exception):

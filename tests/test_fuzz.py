@@ -757,3 +757,20 @@ def test_a_case_of_thousands_of_constants_compiles_in_linear_work(monkeypatch):
     text = "fun f x = case x of " + " | ".join(f"{i} => {i}" for i in range(n)) + " | _ => 0;\n"
     assert compile_program(text, "a.sml").error is None
     assert calls < 5 * n
+
+
+def test_a_diagnostic_quotes_a_long_name_and_a_long_line_in_part(tmp_path):
+    """`val y = ~~~~...1` (20,000 tildes: one symbolic name) quoted the whole name, and an
+    error at the end of a line of thousands of characters printed the whole line."""
+    path = tmp_path / "a.sml"
+    path.write_text("val y = " + "~" * 20000 + "1;\n")
+    status, _, stderr, _ = run_cli(["check", str(path)])
+    head, line, caret = stderr.splitlines()[:3]
+    assert status == 2 and "unbound" in head and "(20000 characters)" in head and len(head) < 300
+    assert line.startswith("val y = ~~~") and line.endswith("...") and caret == " " * 8 + "^"
+    path.write_text("val x = " + "1 + " * 1000 + '"a";\n')
+    status, _, stderr, _ = run_cli(["check", str(path)])
+    head, line, caret = stderr.splitlines()[:3]
+    assert status == 2 and f"{path}:1:4009: error: type mismatch" in head
+    assert line.startswith("...1 + 1") and line.endswith('"a";') and len(line) < 200
+    assert line[caret.index("^"):].startswith('"a"')
