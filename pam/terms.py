@@ -8,8 +8,9 @@ variable; `deref` follows such chains.
 Terms may be cyclic: unification has no occurs check (as in PARLOG systems and SWI-Prolog), so
 `X = f(X)` makes a rational tree. Every walk over terms must end on one. The walks here and in
 pam.unify, pam.write, pam.arith and pam.pack run as plain loops on the common, acyclic path and
-only after CHECK_AFTER compound terms start paying for cycle detection (`is_acyclic`, or a set of
-the terms met), so small terms never pay for it.
+only after CHECK_AFTER compound terms check what they have left for cycles (`measure`, which
+costs no memory along lists); only on a cyclic term do they then remember the terms they meet.
+Small terms never pay for it, large acyclic ones pay a walk of the same size.
 """
 
 from __future__ import annotations
@@ -129,8 +130,8 @@ class GroundCheck:
     """Whether a term is ground yet, resumable: `first_unbound()` walks the term until an unbound
     variable, which stays on top of the stack, so the next call resumes there instead of
     starting over (a writer waiting on a growing stream would otherwise walk it again at every
-    element). Past CHECK_AFTER compound terms it remembers the ones it has walked, so a cyclic
-    term is walked once."""
+    element). Its budget of steps (`walk_budget`) spent on a cyclic term, it remembers the
+    compound terms it has walked, so it walks each once more at most."""
 
     __slots__ = ("stack", "budget", "seen")
 
@@ -155,7 +156,9 @@ class GroundCheck:
                 if self.seen is None:
                     self.budget -= 1
                     if self.budget <= 0:
-                        self.seen = set()
+                        self.budget = walk_budget(stack + [x])
+                        if self.budget is None:
+                            self.seen = set()
                 elif id(x) in self.seen:
                     continue
                 else:
@@ -211,12 +214,16 @@ def measure(term, parts=None) -> int | None:
             mark, power, steps = None, 1, 0
             t = x
             while True:
-                h = deref(t.head)
+                h = t.head
+                if type(h) is Var:
+                    h = deref(h)
                 if type(h) not in _LEAVES:
                     kids.append(h)
-                t = deref(t.tail)
+                t = t.tail
                 if type(t) is not Cons:
-                    break
+                    t = deref(t)
+                    if type(t) is not Cons:
+                        break
                 if t is mark:
                     return None  # a cycle along the tail
                 size += 1
@@ -250,9 +257,18 @@ class _Leave:
 _LEAVES = frozenset({str, int, float, bool, Var, type(None)})
 
 
+def walk_budget(items) -> int | None:
+    """For a walk that has spent its budget of steps: None when what it has left to walk
+    (`items`) is cyclic, so it must remember what it meets from now on; else the steps it may
+    take before it checks again, twice the size of the rest (so checking costs less than
+    walking, and a cycle that later bindings make is found in time)."""
+    size = measure(Struct("$", tuple(items)))
+    return None if size is None else max(2 * size, CHECK_AFTER)
+
+
 def subterms(terms):
-    """Every subterm of `terms`, dereferenced, depth first. Past CHECK_AFTER compound terms it
-    skips those already met, so a cyclic term is walked once (and a shared one at most twice)."""
+    """Every subterm of `terms`, dereferenced, depth first. On a cyclic term, once its budget of
+    steps is spent (`walk_budget`), it skips the compound terms already met."""
     stack = list(reversed(terms))
     budget, seen = CHECK_AFTER, None
     while stack:
@@ -263,7 +279,9 @@ def subterms(terms):
             if seen is None:
                 budget -= 1
                 if budget <= 0:
-                    seen = set()
+                    budget = walk_budget(stack + [x])
+                    if budget is None:
+                        seen = set()
             elif id(x) in seen:
                 continue
             else:

@@ -1,26 +1,69 @@
 """Unification (body `=` and output arguments) and the equality test of guards (`==`).
 
 Both walk terms with an explicit stack: long lists must not reach Python's recursion limit.
-Terms may be cyclic (no occurs check): past PAIRS_BEFORE_MEMO pairs of compound terms, both remember
-the pairs they have met, and a pair met again is skipped (it is being made equal, or compared,
-already), which ends the walk on cyclic terms as in SWI-Prolog: `X = f(X), Y = f(Y), X = Y`
-succeeds. Below that, walks pay nothing for it.
+Terms may be cyclic (no occurs check), so a walk may not end by itself. Each runs as a plain loop
+for its first CHECK_AFTER pairs (what every ordinary unification needs, and it pays nothing for
+cycles); a longer one goes on in a careful loop that checks what is left for cycles
+(pam.terms.walk_budget) and, when it is cyclic, remembers the pairs of compound terms it meets: a
+pair met again is skipped (it is being made equal, or compared, already). So it ends on cyclic
+terms, as in SWI-Prolog: `X = f(X), Y = f(Y), X = Y` succeeds.
 """
 
 from __future__ import annotations
 
-from pam.terms import CHECK_AFTER, Cons, Struct, Var
+from pam.terms import CHECK_AFTER, Cons, Struct, Var, walk_budget
 
-# Remembering pairs costs time and memory on every pair (about 70 bytes): only a unification far
-# larger than any a program does in passing pays for it.
-PAIRS_BEFORE_MEMO = 10 * CHECK_AFTER
+_PLAIN = range(CHECK_AFTER)  # the steps of the plain loops
 
 
 def unify(a, b, bind) -> bool:
     """Make `a` and `b` equal, binding variables with `bind(var, value)`; False on a clash."""
     stack = [a, b]
     pop = stack.pop
-    budget, met = PAIRS_BEFORE_MEMO, None  # `met`: pairs of compound terms met, once past the budget
+    for _ in _PLAIN:
+        if not stack:
+            return True
+        y = pop()
+        x = pop()
+        while type(x) is Var:
+            v = x.val
+            if v is None:
+                break
+            x = v
+        while type(y) is Var:
+            v = y.val
+            if v is None:
+                break
+            y = v
+        if x is y:
+            continue
+        tx = type(x)
+        if tx is Var:
+            bind(x, y)
+            continue
+        ty = type(y)
+        if ty is Var:
+            bind(y, x)
+            continue
+        if tx is not ty:
+            return False
+        if tx is Cons:
+            stack.extend((x.tail, y.tail, x.head, y.head))
+        elif tx is Struct:
+            if x.name != y.name or len(x.args) != len(y.args):
+                return False
+            for i in range(len(x.args) - 1, -1, -1):
+                stack.append(x.args[i])
+                stack.append(y.args[i])
+        elif x != y:
+            return False
+    return _unify_rest(stack, bind)
+
+
+def _unify_rest(stack: list, bind) -> bool:
+    """`unify` past its plain loop: the same, with the cycle watch."""
+    pop = stack.pop
+    budget, met = 0, None  # `met`: the pairs of compound terms met, once the rest is cyclic
     while stack:
         y = pop()
         x = pop()
@@ -46,26 +89,29 @@ def unify(a, b, bind) -> bool:
             continue
         if tx is not ty:
             return False
-        if tx is Cons or tx is Struct:
-            if met is None:
-                budget -= 1
-                if not budget:
+        if tx is not Cons and tx is not Struct:
+            if x != y:
+                return False
+            continue
+        if met is None:
+            budget -= 1
+            if budget <= 0:
+                budget = walk_budget(stack + [x, y])
+                if budget is None:
                     met = set()
-            else:
-                key = id(x) << 64 | id(y)
-                if key in met:
-                    continue
-                met.add(key)
-            if tx is Cons:
-                stack.extend((x.tail, y.tail, x.head, y.head))
-            else:
-                if x.name != y.name or len(x.args) != len(y.args):
-                    return False
-                for i in range(len(x.args) - 1, -1, -1):
-                    stack.append(x.args[i])
-                    stack.append(y.args[i])
-        elif x != y:
-            return False
+        if met is not None:
+            key = id(x) << 64 | id(y)
+            if key in met:
+                continue
+            met.add(key)
+        if tx is Cons:
+            stack.extend((x.tail, y.tail, x.head, y.head))
+        else:
+            if x.name != y.name or len(x.args) != len(y.args):
+                return False
+            for i in range(len(x.args) - 1, -1, -1):
+                stack.append(x.args[i])
+                stack.append(y.args[i])
     return True
 
 
@@ -75,8 +121,9 @@ def match_eq(a, b):
     stack = [a, b]
     pop = stack.pop
     waits = None
-    budget, met = PAIRS_BEFORE_MEMO, None
-    while stack:
+    for _ in _PLAIN:
+        if not stack:
+            return True if waits is None else waits
         y = pop()
         x = pop()
         while type(x) is Var:
@@ -100,26 +147,68 @@ def match_eq(a, b):
             continue
         if tx is not ty:
             return False
-        if tx is Cons or tx is Struct:
-            if met is None:
-                budget -= 1
-                if not budget:
-                    met = set()
-            else:
-                key = id(x) << 64 | id(y)
-                if key in met:
-                    continue
-                met.add(key)
-            if tx is Cons:
-                stack.extend((x.tail, y.tail, x.head, y.head))
-            else:
-                if x.name != y.name or len(x.args) != len(y.args):
-                    return False
-                for i in range(len(x.args) - 1, -1, -1):
-                    stack.append(x.args[i])
-                    stack.append(y.args[i])
+        if tx is Cons:
+            stack.extend((x.tail, y.tail, x.head, y.head))
+        elif tx is Struct:
+            if x.name != y.name or len(x.args) != len(y.args):
+                return False
+            for i in range(len(x.args) - 1, -1, -1):
+                stack.append(x.args[i])
+                stack.append(y.args[i])
         elif x != y:
             return False
-    if waits is None:
+    return _match_rest(stack, waits or [])
+
+
+def _match_rest(stack: list, waits: list):
+    """`match_eq` past its plain loop: the same, with the cycle watch."""
+    pop = stack.pop
+    budget, met = 0, None
+    while stack:
+        y = pop()
+        x = pop()
+        while type(x) is Var:
+            v = x.val
+            if v is None:
+                break
+            x = v
+        while type(y) is Var:
+            v = y.val
+            if v is None:
+                break
+            y = v
+        if x is y:
+            continue
+        tx = type(x)
+        ty = type(y)
+        if tx is Var or ty is Var:
+            waits.append(x if tx is Var else y)
+            continue
+        if tx is not ty:
+            return False
+        if tx is not Cons and tx is not Struct:
+            if x != y:
+                return False
+            continue
+        if met is None:
+            budget -= 1
+            if budget <= 0:
+                budget = walk_budget(stack + [x, y])
+                if budget is None:
+                    met = set()
+        if met is not None:
+            key = id(x) << 64 | id(y)
+            if key in met:
+                continue
+            met.add(key)
+        if tx is Cons:
+            stack.extend((x.tail, y.tail, x.head, y.head))
+        else:
+            if x.name != y.name or len(x.args) != len(y.args):
+                return False
+            for i in range(len(x.args) - 1, -1, -1):
+                stack.append(x.args[i])
+                stack.append(y.args[i])
+    if not waits:
         return True
     return list({id(v): v for v in waits}.values())  # once each (a cyclic term meets one often)
