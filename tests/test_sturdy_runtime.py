@@ -308,3 +308,47 @@ def test_highest_code_point_and_number_text():
     assert parse_number("1.0e400") is None and parse_number("inf") is None
     assert parse_number("\u0661\u0662") is None  # digits of other scripts are not numbers
     assert parse_number(" 1_000") == 1000 and parse_number("-0x1F") == -31 and parse_number("--1") is None
+
+
+def test_cycles_made_during_a_walk_are_found():
+    # unify(p(X, Y, X), p(f(X), f(Y), Y)) binds X = f(X) and Y = f(Y), then compares X with Y.
+    x, y = Var(), Var()
+    assert unify(Struct("p", (x, y, x)), Struct("p", (Struct("f", (x,)), Struct("f", (y,)), y)), bind)
+    assert write_term(x) == "@(S_1,[S_1=f(S_1)])"
+    # write/1 waits for its term to be ground; the binding that grounds it makes it cyclic.
+    out, _ = run_program("main <- X = [1,2|T], write(X), nl, T = X.")
+    assert out == "@(S_1,[S_1=[1,2|S_1]])\n"
+    out, _ = run_program("main <- X = [1,2|T], write(X), nl, T = [3|X].")
+    assert out == "@(S_1,[S_1=[1,2,3|S_1]])\n"
+
+
+class Box:
+    """A mutable value that travels through a codec (as an ML ref does)."""
+
+    def __init__(self, item=None):
+        self.item = item
+
+
+class BoxCodec:
+    name = "box"
+    value_class = Box
+
+    def flatten(self, box):
+        return None, (box.item,)
+
+    def rebuild(self, data, parts):
+        return Box(parts[0])
+
+    def size(self, data):
+        return 4
+
+
+def test_a_cycle_through_a_codec_value_is_a_failure_not_a_hang():
+    box = Box()
+    box.item = (1, box)
+    with pytest.raises(ProgramFailure, match="cyclic value"):
+        pack(box, lambda v: v, {Box: BoxCodec()})
+    shared = Box("x")
+    back = unpack(pack(Struct("f", tuple([shared] * 3)), lambda v: v, {Box: BoxCodec()}), None,
+                  {"box": BoxCodec()})
+    assert [b.item for b in back.args] == ["x"] * 3
