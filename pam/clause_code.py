@@ -138,7 +138,7 @@ class ClauseCode:
             if isinstance(pat, (Int, Float)):
                 if not tested:
                     kind = "int" if isinstance(pat, Int) else "float"
-                    e(f"if type({x}) is not {kind} or {x} != {pat.value!r}:")
+                    e(f"if type({x}) is not {kind} or {x} != {self.rc.ground(pat)}:")
                     self.suspend_or_break(x)
                 continue
             assert isinstance(pat, Struct)

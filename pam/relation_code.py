@@ -186,7 +186,7 @@ class RelationCode:
         if kind == "int":
             return f"type({x}) is int and {x} == {key[1]!r}"
         if kind == "float":
-            return f"type({x}) is float and {x} == {key[1]}"
+            return f"type({x}) is float and {x} == {self.rc.ground(Float(float(key[1])))}"
         return f"type({x}) is Struct and {x}.name is {self.rc.atom(key[1])} and len({x}.args) == {key[2]}"
 
     def clauses(self, items: list) -> None:

@@ -16,6 +16,8 @@ each PE.
 
 from __future__ import annotations
 
+import math
+
 from hpgrem.ir import Atom, Float, Int, Module, Relation, Term
 from pam import primitives
 from pam.clause_code import is_ground, to_runtime
@@ -70,8 +72,10 @@ class RuleCompiler:
     def ground(self, term: Term) -> str:
         if isinstance(term, Atom):
             return self.atom(term.name)
-        if isinstance(term, (Int, Float)):
+        if isinstance(term, Int) or isinstance(term, Float) and math.isfinite(term.value):
             return repr(term.value)
+        if isinstance(term, Float):  # inf and nan (a .hpg may hold them) have no literal
+            return self.const("float", repr(term.value), lambda: term.value)
         return self.const("term", term, lambda: to_runtime(term))
 
     def count(self, what: str) -> None:
