@@ -14,10 +14,14 @@ interrupted from Python, so a second, hard stop runs in a C thread of its own (a
 Linux): `grace` seconds after the deadline, if the run has not stopped, it writes the limit's
 message and ends the process with exit status 4.
 
-Memory. `--max-memory` bounds the process's data (RLIMIT_DATA: its private writable memory,
-what the heap grows in); an allocation beyond it fails, Python raises MemoryError and the run
-ends with exit 4. The interpreter, the compiled program and MPI are counted too, so a bound
-below what the process already holds is refused.
+Memory. `--max-memory` bounds the process's data (VmData: its private writable memory, what
+the heap grows in). While the machine runs, the watchdog looks at it every MEMORY_LOOK seconds
+of CPU time (SIGPROF) and stops the run with LimitExceeded when it is over the bound. Python
+copes badly with allocations failing everywhere at once (it may spin unwinding), so the
+kernel's limit (RLIMIT_DATA) is set with headroom above the bound: it only catches a single
+huge allocation between two looks, which fails cleanly (MemoryError, also exit 4). The
+interpreter, the compiled program and MPI are counted too, so a bound below what the process
+already holds is refused.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import time
 from pam.errors import LimitExceeded
 
 MAX_TIMEOUT = 365 * 24 * 3600.0  # a year: more is surely a mistake (and overflows timers)
+MEMORY_LOOK = 0.01  # CPU seconds between looks at the memory in use under --max-memory
 
 
 def hard_grace(seconds: float) -> float:
@@ -75,11 +80,17 @@ class Watchdog:
         self.armed = False
         self.previous = None
         self.hard = None
+        self.memory = None  # the previous SIGPROF handler while memory is watched
 
     def __enter__(self) -> Watchdog:
         d = self.deadline
-        if d is None or threading.current_thread() is not threading.main_thread() \
-                or not hasattr(signal, "setitimer"):
+        if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+            return self
+        if _memory_limit is not None:
+            self.memory = signal.signal(signal.SIGPROF, self._look_at_memory)
+            signal.siginterrupt(signal.SIGPROF, False)
+            signal.setitimer(signal.ITIMER_PROF, MEMORY_LOOK, MEMORY_LOOK)
+        if d is None:
             return self
         self.previous = signal.signal(signal.SIGALRM, self._alarm)
         signal.siginterrupt(signal.SIGALRM, False)  # system calls (MPI's too) resume after it
@@ -93,8 +104,22 @@ class Watchdog:
             self.armed = False
             raise LimitExceeded(self.deadline.message())
 
+    def _look_at_memory(self, signum, frame) -> None:
+        if self.memory is not None and _data_pages() * _PAGE > _memory_limit:
+            self._stop_memory()
+            raise LimitExceeded(memory_message())
+
+    def _stop_memory(self) -> None:
+        if self.memory is not None:
+            previous, self.memory = self.memory, None
+            try:
+                signal.setitimer(signal.ITIMER_PROF, 0)
+            finally:
+                signal.signal(signal.SIGPROF, previous)
+
     def disarm(self) -> None:
         """The run has stopped: no interruption from now on (reports may take their time)."""
+        self._stop_memory()
         if self.hard is not None:
             self.hard.cancel()
             self.hard = None
@@ -207,6 +232,18 @@ def parse_size(text: str) -> int:
     return size
 
 
+_PAGE = resource.getpagesize()
+
+
+def _data_pages() -> int:
+    """Pages of data and stack (/proc/self/statm: one short read, no parsing of names)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[5])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def data_in_use() -> int | None:
     """The bytes of private writable memory this process holds now (VmData), or None."""
     try:
@@ -238,9 +275,10 @@ def limit_memory(size: int) -> None:
         raise ValueError(f"--max-memory {show_size(size)} is too small: hpgrem holds "
                          f"{show_size(used)} before the program starts")
     soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    kernel = size + max(64 << 20, size // 4)  # headroom: see the module's docstring
     if hard != resource.RLIM_INFINITY:
-        size = min(size, hard)
-    resource.setrlimit(resource.RLIMIT_DATA, (size, hard))
+        kernel = min(kernel, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (kernel, hard))
     global _memory_limit
     _memory_limit = size
 

@@ -240,6 +240,8 @@ def parse_topology(spec: str | None, pes: int) -> Topology:
         m = re.fullmatch(r"\s*([0-9]+)\s*x\s*([0-9]+)\s*", dims)
         if not m:
             raise TopologyError(f"malformed topology {spec!r}: expected {kind}:RxC, e.g. {kind}:4x4")
+        if len(m[1]) > 9 or len(m[2]) > 9:  # more PEs than any run has (and than int() takes)
+            raise TopologyError(f"{kind}:{m[1][:12]}...: too many rows or columns for --pes {pes}")
         return Topology(kind, pes, int(m[1]), int(m[2]))
     if sep:
         raise TopologyError(f"malformed topology {spec!r}: {kind} takes no size "
