@@ -121,7 +121,7 @@ def _seconds(text: str) -> float:
 
 
 def _pes(text: str) -> int:
-    """`--pes`: 1 to MAX_PES (more would exhaust memory building the PEs)."""
+    """`--pes`: 1 to MAX_PES."""
     value = _positive_int(text)
     if value > MAX_PES:
         raise argparse.ArgumentTypeError(f"at most {MAX_PES} simulated PEs, got {_clip(text)}")
@@ -196,9 +196,25 @@ def _report_warnings(compiled) -> None:
 
 # -- commands ----------------------------------------------------------------------------------
 def cmd_run(args) -> int:
-    from pam.topology import TopologyError, parse_topology
+    from pam.limits import HardStop, hard_grace
     if args.trace:
         raise UsageError("--trace is not available yet")
+    last_resort = None
+    if args.timeout is not None:
+        # The machine's watchdog keeps --timeout (pam.limits); this ends the process should it
+        # hang anywhere else (MPI's start or end waiting for a stopped rank), a little later.
+        last_resort = HardStop.start(_STARTED[0] + args.timeout + 2 * hard_grace(args.timeout) + 1
+                                     - time.monotonic(), f"hpgrem: error: time limit of "
+                                     f"{args.timeout:g} s reached (--timeout)")
+    try:
+        return _run(args)
+    finally:
+        if last_resort is not None:
+            last_resort.cancel()
+
+
+def _run(args) -> int:
+    from pam.topology import TopologyError, parse_topology
     comm = mpi_comm()
     if comm is not None:
         from pam import sentinel

@@ -149,6 +149,8 @@ class _Itimerspec(ctypes.Structure):
                 ("value_sec", ctypes.c_long), ("value_nsec", ctypes.c_long)]
 
 
+_NAME = ctypes.create_string_buffer(b"hpgrem")  # the program's name, as warnx prints it
+_KEEP: list = []  # the messages of hard stops started (a few bytes each, one or two a run)
 _SIGEV_THREAD = 2
 _CLOCK_MONOTONIC = 1
 _libc = None
@@ -172,10 +174,9 @@ class HardStop:
     name, set to "hpgrem"), and 50 ms later `_exit(4)`. Where that is not available (not
     glibc), `start` returns None and the watchdog's signal is all there is."""
 
-    def __init__(self, lib, timers: list, keep: list):
+    def __init__(self, lib, timers: list):
         self.lib = lib
         self.timers = timers
-        self.keep = keep  # the C strings the timers point to live as long as they do
 
     @classmethod
     def start(cls, after: float, message: str) -> HardStop | None:
@@ -184,15 +185,15 @@ class HardStop:
             return None
         # warnx prints "<program name>: <format>": the format is the message after "hpgrem: "
         text = re.sub(r"^hpgrem: ", "", message).replace("%", "%%").encode("utf-8", "replace")
-        name = ctypes.create_string_buffer(b"hpgrem")
         fmt = ctypes.create_string_buffer(text)
         try:
             ctypes.c_char_p.in_dll(lib, "program_invocation_short_name").value  # glibc only
-            ctypes.c_void_p.in_dll(lib, "program_invocation_short_name").value = ctypes.addressof(name)
+            ctypes.c_void_p.in_dll(lib, "program_invocation_short_name").value = ctypes.addressof(_NAME)
         except ValueError:
             return None
+        _KEEP.append(fmt)  # a timer may fire after this object is gone: its text must not be
         timers = []
-        stop = cls(lib, timers, [name, fmt])
+        stop = cls(lib, timers)
         for function, value, delay in ((lib.warnx, ctypes.addressof(fmt), after),
                                        (lib._exit, 4, after + 0.05)):
             event = _Sigevent()
