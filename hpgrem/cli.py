@@ -249,7 +249,7 @@ def _run_machine(args, module, pes: int, comm) -> int:
     from pam.machine import Machine
 
     machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed,
-                      max_steps=args.max_steps, timeout=args.timeout, comm=comm, started=_STARTED[0])
+                      max_steps=args.max_steps, timeout=args.timeout, comm=comm, started=_STARTED[0], hard_stop=True)
     try:
         result = machine.run()
     except RankAbandoned as a:

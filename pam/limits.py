@@ -72,11 +72,13 @@ class Deadline:
 
 class Watchdog:
     """While entered, stops the run at `deadline` (LimitExceeded raised wherever the main
-    thread is) and, should that not end it, ends the process `hard_grace` later with exit 4.
-    Entered outside the main thread, or without a deadline, it does nothing."""
+    thread is) and, with `hard`, should that not end it, ends the process `hard_grace` later
+    with exit 4 (the command line's choice: a library's host process is not ended). It also
+    watches the memory under --max-memory. Entered outside the main thread it does nothing."""
 
-    def __init__(self, deadline: Deadline | None):
+    def __init__(self, deadline: Deadline | None, hard: bool = False):
         self.deadline = deadline
+        self.hard_stop = hard
         self.armed = False
         self.previous = None
         self.hard = None
@@ -96,7 +98,8 @@ class Watchdog:
         signal.siginterrupt(signal.SIGALRM, False)  # system calls (MPI's too) resume after it
         self.armed = True
         signal.setitimer(signal.ITIMER_REAL, max(d.remaining(), 1e-3))
-        self.hard = HardStop.start(d.remaining() + hard_grace(d.seconds), "hpgrem: error: " + d.message())
+        if self.hard_stop:
+            self.hard = HardStop.start(d.remaining() + hard_grace(d.seconds), "hpgrem: error: " + d.message())
         return self
 
     def _alarm(self, signum, frame) -> None:

@@ -72,12 +72,14 @@ def _no_output(text: str) -> None:
 class Machine:
     """The abstract machine for one module; `run()` executes its entry on PE 0. `runtime` is
     the dialect runtime to load it with (pam.runtimes; by default the module's language's).
-    `timeout` counts from `started` (a time.monotonic() instant), by default from now."""
+    `timeout` counts from `started` (a time.monotonic() instant), by default from now; with
+    `hard_stop` (the command line's choice) a run that cannot be interrupted then is ended
+    with its process (pam.limits.Watchdog)."""
 
     def __init__(self, module: Module, *, stream=None, pes: int = 1, topology: str | None = None,
                  seed: int = 0, max_steps: int | None = None, timeout: float | None = None,
                  costs: CostModel = DEFAULT, comm=None, jitter: float = 0.0, runtime: Runtime | None = None,
-                 started: float | None = None):
+                 started: float | None = None, hard_stop: bool = False):
         if module.entry is None:
             raise ValueError("the module has no entry goal")
         self.module = module
@@ -87,6 +89,7 @@ class Machine:
         # one deadline for the whole run, from `started` (time.monotonic(); the CLI passes
         # its own start, so compiling counts) or now: every PE's loop and the watchdog use it
         self.deadline = None if timeout is None else Deadline(timeout, started)
+        self.hard_stop = hard_stop
         self.comm = comm
         if comm is not None:
             pes = comm.Get_size()
@@ -121,7 +124,7 @@ class Machine:
         gc.disable()  # the heap is mostly acyclic and freed by reference counting
         # The watchdog stops the run at the deadline wherever it is (pam.limits); under MPI the
         # rank disarms it once the run's outcome is known, before the ranks part.
-        watchdog = Watchdog(self.deadline)
+        watchdog = Watchdog(self.deadline, self.hard_stop)
         began = perf_counter()
         try:
             with watchdog:

@@ -248,7 +248,7 @@ def test_an_abandoned_ml_child_does_not_hold_the_job(tmp_path):
     # stolen by rank 1: the run ends with the main evaluation, as on one PE
     path = _program(tmp_path, "fun fib n = if n < 2 then n else fib (n - 1) + fib (n - 2)\n"
                     "fun spin n = if n < 0 then 0 else spin (n + 1)\n"
-                    "val r = (ForkJoin.par (fn () => if fib 22 > 0 then raise Fail \"left\" else 1,"
+                    "val r = (ForkJoin.par (fn () => if fib 26 > 0 then raise Fail \"left\" else 1,"
                     " fn () => spin 0); 0)\n  handle Fail m => (print (\"caught \" ^ m ^ \"\\n\"); 1)\n",
                     "orphan.sml")
     assert hpgrem("run", str(path)).stdout == "caught left\n"
