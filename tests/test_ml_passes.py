@@ -258,3 +258,35 @@ def test_ml_switch_decides_known_tests_and_flattens_equality_chains():
     assert [k for k, _ in h_switch.cases] == [1, 2]
     assert sum(isinstance(x, ir.If) for x in ir.walk(bodies["h"])) == 1  # x < 0 tested once
     assert outcome(text, ("simplify", "ml-switch")) == outcome(text, ()) == ("29\n", None)
+
+
+# ---- .hpg files: the annotations travel, and a hostile one runs nothing --------------------------
+
+@pytest.mark.parametrize("name", ["fib25", "tak", "pfib_fine", "classify", "sumsq"])
+def test_O2_hpg_round_trip(tmp_path, name):
+    src = ROOT / "benchmarks" / "ml" / f"{name}.sml"
+    hpg = tmp_path / f"{name}.hpg"
+    assert hpgrem("compile", "-O2", str(src), "-o", str(hpg)).returncode == 0
+    a, b = hpgrem("run", str(hpg)), hpgrem("run", "-O0", str(src))
+    assert (a.returncode, a.stdout) == (b.returncode, b.stdout) == (0, a.stdout), a.stderr
+
+
+def test_hostile_ml_annotations_are_ignored(tmp_path):
+    import json
+    src = ROOT / "benchmarks" / "ml" / "fib25.sml"
+    hpg = tmp_path / "fib.hpg"
+    assert hpgrem("compile", "-O2", str(src), "-o", str(hpg)).returncode == 0
+    doc = json.loads(hpg.read_text())
+    marker = tmp_path / "pwned"
+    payload = f"__import__('pathlib').Path({str(marker)!r}).write_text('x')"
+    for key, notes in doc["annotations"].items():
+        if "overflow" in notes:
+            notes["overflow"] = [notes["overflow"][0], payload, "", ""]
+        if "depth" in notes:
+            notes["depth"] = [notes["depth"][0], payload, 2]
+        if key == "":
+            notes["calls"] = payload
+    hpg.write_text(json.dumps(doc))
+    r = hpgrem("run", str(hpg))
+    assert not marker.exists()
+    assert (r.returncode, r.stdout) in ((0, "75025\n"), (2, "")), r.stderr
