@@ -153,7 +153,8 @@ class RelationCode:
             e(("if " if first else "elif ") + self.key_test(key, x) + ":")
             first = False
             e.indent()
-            self.clauses([(c, key) for c in group if principal(c.head[k]) in (key, None)])
+            self.clauses([(c, key if principal(c.head[k]) == key else None) for c in group
+                          if principal(c.head[k]) in (key, None)])
             e.dedent()
         e(f"elif type({x}) is Var:")
         e.indent()
@@ -250,8 +251,10 @@ class RelationCode:
         for i, (mode, pat) in enumerate(zip(self.rel.modes, clause.head)):
             if mode != "?":
                 continue
-            parts = pat.args if i == self.shape.switch and isinstance(pat, Struct) else \
-                () if i == self.shape.switch else (pat,)
+            if i != self.shape.switch or isinstance(pat, Var):
+                parts = (pat,)
+            else:  # its principal functor was tested: what is below it must be new variables
+                parts = pat.args if isinstance(pat, Struct) else ()
             for p in parts:
                 if not isinstance(p, Var) or p.index in seen:
                     return True

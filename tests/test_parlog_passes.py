@@ -140,6 +140,22 @@ def test_output_that_is_also_the_input_keeps_plain_semantics(passes):
         run(ALIAS, passes, max_steps=5000)
 
 
+REPEATED = """
+mode p(?, ?).
+p(X, X) <- write(same) & nl.
+p(_, []) <- write(nil) & nl.
+p(_, [_|_]) <- write(cons) & nl.
+main <- p([], []) & p(a, []) & p([1], [1]) & p(b, [2]).
+"""
+
+
+@pytest.mark.parametrize("passes", SELECTIONS, ids=lambda p: "+".join(p) or "none")
+def test_switch_beside_a_repeated_variable(passes):
+    """A clause with a variable at the switched position still tests what it must (here,
+    that the two arguments are equal) in each branch of the switch."""
+    assert run(REPEATED, passes)[0] == "same\nnil\nsame\ncons\n"
+
+
 def test_O2_keeps_every_shape_annotation():
     """The passes after them (ML's among them) must not drop what the PARLOG passes record."""
     module = compile_source((BENCH / "primes.par").read_text(), "p.par", opt=2)
