@@ -171,7 +171,7 @@ def test_overflow_still_raised_at_the_edges(text, expected):
 
 
 def test_a_stale_or_malformed_overflow_note_keeps_every_check():
-    from pam.ml.codegen import _overflow_checks
+    from pam.ml.annotations import overflow_checks as _overflow_checks
     m = functions(FIB + "val _ = fib 10\n", ("ml-ranges",))
     key, fn = next((k, f) for k, f in m.functions.items() if f.name == "fib")
     note = m.annotation(key, "overflow")

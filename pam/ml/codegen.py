@@ -14,7 +14,8 @@ Each HPGREM `Function` becomes one Python function (two for a direct one), by th
   (`nested`); code outside the direct set calls the twin (see `call_text`).
 
 Only thunks of `ForkJoin.par` the pass found *pure* may run as separate tasks, so effects keep
-program order.
+program order. What the passes recorded is read in pam/ml/annotations.py; the shapes the ML
+passes ask for at -O2 (docs/passes.md) are chosen here.
 """
 
 from __future__ import annotations
@@ -22,12 +23,11 @@ from __future__ import annotations
 import sys
 
 from hpgrem import ir
-from hpgrem.ir.ml import INT_ARITHMETIC, fingerprint
 from hpgrem.primitives import ML_BASIS_EXCEPTIONS
 from pam.emit import Emitter
+from pam.ml.annotations import DEPTH, Annotations, FunctionInfo
 
 FORK, JOIN, CANCEL = "fork", "join", "cancel"
-DEPTH = 200  # Python frames of direct recursion before the rest runs on a heap stack
 # Every call of direct code and every iteration of a loop counts as a reduction; past POLL
 # uncounted ones, `tick` banks them and checks --timeout and --max-steps (direct code and loops
 # run inside one step of the PE loop, which could otherwise never stop them).
@@ -65,74 +65,10 @@ UNARY = {
 }
 
 
-class _Info:
-    __slots__ = ("key", "py", "gen", "pure", "loop", "fn", "direct", "bounded")
-
-    def __init__(self, key: str, py: str, fn: ir.Function):
-        self.key, self.py, self.fn = key, py, fn
-        self.direct = False
-        self.gen = True
-        self.pure = True
-        self.loop = False
-        # (argument position, the largest value of it whose calls nest at most DEPTH frames):
-        # a direct function that calls only itself and plain functions, with that argument
-        # decreasing (ml-ranges' `depth`); such calls run in a copy `_b` without depth test.
-        self.bounded: tuple[int, int] | None = None
-
-
-class Annotations:
-    """What the `ml-kinds` pass recorded (hpgrem/passes/ml_kinds.py): each function's kind,
-    purity and loop, the globals' slots, the globals each function reads and the functions it
-    refers to. The machine reads these annotations and computes none of them."""
-
-    def __init__(self, module: ir.Module):
-        self.info: dict[str, _Info] = {}
-        self.reads: dict[str, set[int]] = {}
-        self.refs: dict[str, set[str]] = {}
-        for i, (key, fn) in enumerate(module.functions.items()):
-            notes = module.annotations.get(key)
-            if notes is None or "kind" not in notes:
-                raise ValueError(f"function {key} has no ml-kinds annotations: compile the module with "
-                                 "hpgrem.pipeline (the machine runs no analysis of its own)")
-            info = self.info[key] = _Info(key, f"f{i}", fn)
-            info.gen = notes["kind"] != "plain"
-            info.direct = notes["kind"] == "direct"
-            info.pure = notes["pure"]
-            info.loop = notes["loop"]
-            self.reads[key] = set(notes["reads"])
-            self.refs[key] = set(notes["refs"])
-        names = module.annotation(ir.MODULE_FACTS, "globals", ())
-        self.globals: dict[str, int] = {name: slot for slot, name in enumerate(names)}
-        self.overflow: dict[int, str] = {}  # id of an int operation -> the checks it needs
-        # ml-batch-counts (hpgrem/passes/ml_batch_counts.py): count calls of direct code per block
-        self.batch_counts = module.annotation(ir.MODULE_FACTS, "calls") == "block"
-        self.poll = True  # check the limits when counts pass POLL (`generate`)
-        for key, fn in module.functions.items():
-            self.overflow.update(_overflow_checks(fn, module.annotation(key, "overflow")))
-        for key, info in self.info.items():
-            info.bounded = self._bounded(info, module.annotation(key, "depth"))
-
-    def _bounded(self, info: _Info, note) -> tuple[int, int] | None:
-        fn = info.fn
-        if not (info.direct and isinstance(note, tuple) and len(note) == 3 and note[0] == fingerprint(fn.body)
-                and type(note[1]) is int and len(fn.params) - fn.arity <= note[1] < len(fn.params)
-                and type(note[2]) is int and ir.INT_MIN < note[2] <= ir.INT_MAX):
-            return None
-        if any(k != info.key and (k not in self.info or self.info[k].gen) for k in self.refs[info.key]):
-            return None  # it reaches other recursion: its depth is not its own
-        return note[1], note[2] + DEPTH - 2  # a call with n nests n - L + 2 frames
-
-
-# ---------------------------------------------------------------------------------------------
-# Code generation
-
-
-
-
 class FunctionCompiler:
     """Compiles one function's body into Python statements."""
 
-    def __init__(self, analysis: Annotations, info: _Info, constants: dict, mode: str | None = None,
+    def __init__(self, analysis: Annotations, info: FunctionInfo, constants: dict, mode: str | None = None,
                  root: FunctionCompiler | None = None):
         self.a = analysis
         self.info = info
@@ -603,7 +539,7 @@ class FunctionCompiler:
         self.assign(e, tmp)
         return tmp
 
-    def call_text(self, callee: _Info, args: list[str]) -> tuple[str, str]:
+    def call_text(self, callee: FunctionInfo, args: list[str]) -> tuple[str, str]:
         """How this function calls `callee`: ("value", a call giving the result) or ("gen", a
         call giving the generator to yield or return). Direct code calls direct functions with
         Python recursion up to DEPTH, then runs the rest on a heap stack (`nested`); generator
@@ -729,20 +665,6 @@ def _atomic(x: str) -> bool:
     if x.startswith("v") and x[1:].isdigit():
         return True
     return x.lstrip("-").isdigit()
-
-
-def _overflow_checks(fn: ir.Function, note) -> dict[int, str]:
-    """The checks the `ml-ranges` annotation `note` gives the int operations of `fn`'s body, by
-    node id; none when it was made for another body or is malformed (every check is kept)."""
-    ops = [x for x in ir.walk(fn.body) if isinstance(x, ir.Prim) and x.op in INT_ARITHMETIC]
-    if not (isinstance(note, tuple) and len(note) == len(ops) + 1 and note[0] == fingerprint(fn.body)
-            and all(c in ("", "lo", "hi", "lohi") for c in note[1:])):
-        return {}
-    out: dict[int, str] = {}
-    for x, c in zip(ops, note[1:]):
-        # a node object met twice (a shared subtree) keeps the checks of both places
-        out[id(x)] = "".join(k for k in ("lo", "hi") if k in out.get(id(x), "") + c)
-    return out
 
 
 def generate(module: ir.Module, poll: bool = True) -> tuple[str, Annotations, dict]:

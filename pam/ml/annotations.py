@@ -1,0 +1,88 @@
+"""What the passes recorded that the ML code generator (pam/ml/codegen.py) reads: the
+`ml-kinds` analysis (each function's kind, purity, loop, the globals it reads, the functions it
+refers to, the globals' slots), and the shapes the ML passes ask for (docs/passes.md): the
+overflow checks each int operation needs (`ml-ranges`), the depth bound of a recursion
+(`ml-ranges`), calls counted per block (`ml-batch-counts`). A note that does not fit the body it
+is about (stale or malformed, as a `.hpg` file may hold) is ignored: the plain shape is kept.
+"""
+
+from __future__ import annotations
+
+from hpgrem import ir
+from hpgrem.ir.ml import INT_ARITHMETIC, fingerprint
+
+DEPTH = 200  # Python frames of direct recursion before the rest runs on a heap stack
+
+
+class FunctionInfo:
+    """How one function is compiled: its Python name and what the passes said of it."""
+
+    __slots__ = ("key", "py", "gen", "pure", "loop", "fn", "direct", "bounded")
+
+    def __init__(self, key: str, py: str, fn: ir.Function):
+        self.key, self.py, self.fn = key, py, fn
+        self.direct = False
+        self.gen = True
+        self.pure = True
+        self.loop = False
+        # (argument position, the largest value of it whose calls nest at most DEPTH frames):
+        # a direct function that calls only itself and plain functions, with that argument
+        # decreasing (ml-ranges' `depth`); such calls run in a copy `_b` without depth test.
+        self.bounded: tuple[int, int] | None = None
+
+
+class Annotations:
+    """What the `ml-kinds` pass recorded (hpgrem/passes/ml_kinds.py): each function's kind,
+    purity and loop, the globals' slots, the globals each function reads and the functions it
+    refers to. The machine reads these annotations and computes none of them."""
+
+    def __init__(self, module: ir.Module):
+        self.info: dict[str, FunctionInfo] = {}
+        self.reads: dict[str, set[int]] = {}
+        self.refs: dict[str, set[str]] = {}
+        for i, (key, fn) in enumerate(module.functions.items()):
+            notes = module.annotations.get(key)
+            if notes is None or "kind" not in notes:
+                raise ValueError(f"function {key} has no ml-kinds annotations: compile the module with "
+                                 "hpgrem.pipeline (the machine runs no analysis of its own)")
+            info = self.info[key] = FunctionInfo(key, f"f{i}", fn)
+            info.gen = notes["kind"] != "plain"
+            info.direct = notes["kind"] == "direct"
+            info.pure = notes["pure"]
+            info.loop = notes["loop"]
+            self.reads[key] = set(notes["reads"])
+            self.refs[key] = set(notes["refs"])
+        names = module.annotation(ir.MODULE_FACTS, "globals", ())
+        self.globals: dict[str, int] = {name: slot for slot, name in enumerate(names)}
+        self.overflow: dict[int, str] = {}  # id of an int operation -> the checks it needs
+        # ml-batch-counts (hpgrem/passes/ml_batch_counts.py): count calls of direct code per block
+        self.batch_counts = module.annotation(ir.MODULE_FACTS, "calls") == "block"
+        self.poll = True  # check the limits when counts pass POLL (`generate`)
+        for key, fn in module.functions.items():
+            self.overflow.update(overflow_checks(fn, module.annotation(key, "overflow")))
+        for key, info in self.info.items():
+            info.bounded = self._bounded(info, module.annotation(key, "depth"))
+
+    def _bounded(self, info: FunctionInfo, note) -> tuple[int, int] | None:
+        fn = info.fn
+        if not (info.direct and isinstance(note, tuple) and len(note) == 3 and note[0] == fingerprint(fn.body)
+                and type(note[1]) is int and len(fn.params) - fn.arity <= note[1] < len(fn.params)
+                and type(note[2]) is int and ir.INT_MIN < note[2] <= ir.INT_MAX):
+            return None
+        if any(k != info.key and (k not in self.info or self.info[k].gen) for k in self.refs[info.key]):
+            return None  # it reaches other recursion: its depth is not its own
+        return note[1], note[2] + DEPTH - 2  # a call with n nests n - L + 2 frames
+
+
+def overflow_checks(fn: ir.Function, note) -> dict[int, str]:
+    """The checks the `ml-ranges` annotation `note` gives the int operations of `fn`'s body, by
+    node id; none when it was made for another body or is malformed (every check is kept)."""
+    ops = [x for x in ir.walk(fn.body) if isinstance(x, ir.Prim) and x.op in INT_ARITHMETIC]
+    if not (isinstance(note, tuple) and len(note) == len(ops) + 1 and note[0] == fingerprint(fn.body)
+            and all(c in ("", "lo", "hi", "lohi") for c in note[1:])):
+        return {}
+    out: dict[int, str] = {}
+    for x, c in zip(ops, note[1:]):
+        # a node object met twice (a shared subtree) keeps the checks of both places
+        out[id(x)] = "".join(k for k in ("lo", "hi") if k in out.get(id(x), "") + c)
+    return out
