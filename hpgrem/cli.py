@@ -65,6 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--trace", metavar="OUT", help="(not available yet) record every rewrite to OUT")
     r.add_argument("--stats", action="store_true", help="print per-PE statistics on stderr")
     r.add_argument("--stats-json", metavar="OUT.json", help="write the statistics as JSON")
+    r.add_argument("--count", action="store_true", help="PARLOG: also count clause tries, guard tests, "
+                   "enqueues and list cells built in place, for --stats (the counting costs time)")
     r.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop with status 4 after N reduction steps")
     r.add_argument("--timeout", type=_seconds, metavar="S", help="stop with status 4 after S seconds "
                    "of wall-clock time (under MPI, on every rank)")
@@ -248,7 +250,11 @@ def _run_machine(args, module, pes: int, comm) -> int:
     from pam.errors import MachineStop, RankAbandoned
     from pam.machine import Machine
 
-    machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed,
+    runtime = None
+    if args.count and module.language == "parlog":  # code compiled to count what the passes change
+        from pam.rules import ParlogRuntime
+        runtime = ParlogRuntime(module, counting=True)
+    machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed, runtime=runtime,
                       max_steps=args.max_steps, timeout=args.timeout, comm=comm, started=_STARTED[0], hard_stop=True)
     try:
         result = machine.run()
