@@ -192,6 +192,23 @@ def test_tail_loop_and_dest_passing_counters():
     assert loop.reductions == dest.reductions == plain.reductions
 
 
+def test_count_option_puts_the_counters_in_stats_json(tmp_path):
+    import json
+    text = (BENCH / "primes.par").read_text().replace("10000", "500")
+    prog = tmp_path / "p.par"
+    prog.write_text(text)
+    counted = {}
+    for level in ("-O0", "-O2"):
+        out = tmp_path / f"s{level}.json"
+        r = subprocess.run([sys.executable, "-m", "hpgrem.cli", "run", level, "--count", "--stats-json", str(out),
+                            str(prog)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert r.returncode == 0 and r.stdout == "95\n", r.stderr
+        stats = json.loads(out.read_text())
+        counted[level] = {k: stats["per_pe"][0][k] for k in ("guard_tests", "clause_tries", "cells_in_place")}
+    assert counted["-O2"]["guard_tests"] < counted["-O0"]["guard_tests"]
+    assert counted["-O2"]["cells_in_place"] > 0 == counted["-O0"]["cells_in_place"]
+
+
 def test_limits_see_every_reduction_of_a_loop():
     text = (BENCH / "nrev30.par").read_text()
     for passes in ((), ("tail-loop", "dest-passing")):
