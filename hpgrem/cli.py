@@ -228,8 +228,8 @@ def _run(args) -> int:
         parse_topology(args.topology, pes)
     except TopologyError as e:
         raise UsageError(str(e)) from None
-    if args.stats_json and (comm is None or comm.Get_rank() == 0):
-        _check_writable(args.stats_json)  # before the run, not after it
+    if args.stats_json:
+        _check_writable(args.stats_json)  # before the run, not after it (on every rank: all leave)
     if args.max_memory is not None:
         from pam.limits import limit_memory
         try:

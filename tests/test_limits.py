@@ -256,3 +256,10 @@ def test_an_abandoned_ml_child_does_not_hold_the_job(tmp_path):
     assert status == 0 and out == "caught left\n", err
     stats = json.loads((tmp_path / "s.json").read_text())
     assert sum(pe["steals"] for pe in stats["per_pe"]) >= 1  # the loop did run on rank 1
+
+
+@needs_mpi
+def test_an_unwritable_stats_file_under_mpi_stops_every_rank_at_once(tmp_path):
+    job = _mpi(2, ROOT / "examples" / "parlog" / "queens.par", "--stats-json", str(tmp_path / "no" / "s.json"))
+    status, _, err = _finish(job, 60)  # rank 1 used to run on alone, for ever
+    assert status == 2 and "cannot write" in err
