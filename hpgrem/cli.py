@@ -441,11 +441,12 @@ def _mode_for(target: Path) -> int:
 COMMANDS = {"run": cmd_run, "compile": cmd_compile, "check": cmd_check, "ir": cmd_ir, "bench": cmd_bench}
 
 
-_STARTED = [None]  # when the command started (time.monotonic()): --timeout counts from there
+_STARTED = [None]  # when the command (its process) started, time.monotonic(): --timeout counts from there
 
 
 def main(argv: list[str] | None = None) -> int:
-    _STARTED[0] = time.monotonic()
+    from pam.limits import process_started
+    _STARTED[0] = process_started() if argv is None else time.monotonic()
     argv = sys.argv[1:] if argv is None else argv
     # The compile-time tools (printer, .hpg writer, verifier) recurse on a program's nesting,
     # which the front ends allow to about a thousand levels; the machine itself never recurses.

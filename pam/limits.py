@@ -29,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import math
+import os
 import re
 import resource
 import signal
@@ -39,6 +40,19 @@ from pam.errors import LimitExceeded
 
 MAX_TIMEOUT = 365 * 24 * 3600.0  # a year: more is surely a mistake (and overflows timers)
 MEMORY_LOOK = 0.01  # CPU seconds between looks at the memory in use under --max-memory
+
+
+def process_started() -> float:
+    """When this process started, on the time.monotonic() clock (Linux: from /proc, so that
+    the interpreter's start counts against --timeout too); elsewhere, now."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", encoding="ascii", errors="replace") as f:
+            ticks = int(f.read().rpartition(")")[2].split()[19])  # starttime, field 22
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - age if 0 <= age < 60 else now  # a process started long ago: a library's host
 
 
 def hard_grace(seconds: float) -> float:
