@@ -48,6 +48,8 @@ def start(comm) -> None:
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, pass_fds=readers,
                              start_new_session=True)
         except (OSError, ValueError):
+            if folder is not None:
+                _remove(folder)
             folder = None  # no sentinel: the run goes on, only this report is lost
         finally:
             for fd in readers:
@@ -130,16 +132,18 @@ def main(argv: list[str]) -> int:
                 if rank == 0:
                     return 0
     finally:
-        for name in os.listdir(folder):
-            try:
-                os.unlink(os.path.join(folder, name))
-            except OSError:
-                pass
-        try:
-            os.rmdir(folder)
-        except OSError:
-            pass
+        _remove(folder)
     return 0
+
+
+def _remove(folder: str) -> None:
+    """The FIFOs and their folder."""
+    try:
+        for name in os.listdir(folder):
+            os.unlink(os.path.join(folder, name))
+        os.rmdir(folder)
+    except OSError:
+        pass
 
 
 def _say(text: str) -> None:
