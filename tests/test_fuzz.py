@@ -774,3 +774,13 @@ def test_a_diagnostic_quotes_a_long_name_and_a_long_line_in_part(tmp_path):
     assert status == 2 and f"{path}:1:4009: error: type mismatch" in head
     assert line.startswith("...1 + 1") and line.endswith('"a";') and len(line) < 200
     assert line[caret.index("^"):].startswith('"a"')
+
+
+@pytest.mark.parametrize("literal, printed", [("0xe", "14"), ("~0x1E", "~30"), ("0xfe", "254")])
+def test_a_hex_ml_literal_with_the_digit_e_is_an_int(tmp_path, literal, printed):
+    """The ML lexer took a hex literal holding an `e` for a real (`e` of an exponent), which
+    then failed to convert (exit 70)."""
+    path = tmp_path / "a.sml"
+    path.write_text(f"val x = {literal};\nval _ = print (Int.toString x);\n")
+    status, stdout, stderr, _ = run_cli(["run", str(path)])
+    assert (status, stdout) == (0, printed), stderr

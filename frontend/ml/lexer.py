@@ -209,7 +209,8 @@ class _Scanner:
         if following.isalpha() or following == "_":
             raise self.error(f"malformed number '{lexeme}{following}'")
         value = lexeme.replace("~", "-")
-        is_real = "." in lexeme or "e" in lexeme.lower()
+        hex_ = lexeme.lstrip("~").startswith("0x")
+        is_real = not hex_ and ("." in lexeme or "e" in lexeme.lower())  # 0xe is an int
         return self.token("REAL" if is_real else "INT", value, len(lexeme))
 
     def word(self) -> Token:
