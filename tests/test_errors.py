@@ -64,7 +64,7 @@ def test_output_before_a_failure_is_flushed_first(tmp_path):
 @pytest.mark.parametrize("args,words", [
     (["run", "nosuch.par"], "no such file"),
     (["run", "README.md"], "unknown file type"),
-    (["run", "--pes", "x", "examples/parlog/nrev.par"], "invalid int value"),
+    (["run", "--pes", "x", "examples/parlog/nrev.par"], "expected a positive integer"),
     (["run", "examples/parlog/nrev.par", "--bogus"], "unrecognized arguments"),
     (["ir", "examples/parlog/nrev.par", "--after", "nosuch"], "unknown pass"),
 ])
