@@ -21,7 +21,9 @@ class Goal(Task):
 
 
 # A goal is lifted into a task worth sending away when its estimated work costs at least this
-# many messages' worth of time (a message of this many bytes over one link).
+# many messages' worth of time (a message of this many bytes over one link). One measured best
+# on fib24 over 16 simulated PEs (speedup 13.8; 13.4 to 13.5 with 2 to 4; 12.3 with 20): a
+# higher threshold leaves thieves without work at the end.
 LIFT_MESSAGES = 1
 LIFT_MESSAGE_BYTES = 100
 
