@@ -255,7 +255,8 @@ def _run_machine(args, module, pes: int, comm) -> int:
         from pam.rules import ParlogRuntime
         runtime = ParlogRuntime(module, counting=True)
     machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed, runtime=runtime,
-                      max_steps=args.max_steps, timeout=args.timeout, comm=comm, started=_STARTED[0], hard_stop=True)
+                      max_steps=args.max_steps, timeout=args.timeout, comm=comm,
+                      started=_STARTED[0], hard_stop=True)
     try:
         result = machine.run()
     except RankAbandoned as a:
