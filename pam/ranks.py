@@ -67,6 +67,8 @@ def run_on_ranks(pe, transport, comm, outputs: list, watchdog=None) -> tuple[flo
         outcome = halt.notice
     except Exception as err:  # every way this rank's run can end is reported, never swallowed
         outcome = _describe(err)
+        if me != 0 and outcome[0] == "limit":  # say where (a memory bound is each rank's)
+            outcome = ("limit", f"{outcome[1]} on PE {me}")
         if me != 0:
             transport.report_failure(outcome)
             own = outcome

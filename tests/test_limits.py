@@ -263,3 +263,10 @@ def test_an_unwritable_stats_file_under_mpi_stops_every_rank_at_once(tmp_path):
     job = _mpi(2, ROOT / "examples" / "parlog" / "queens.par", "--stats-json", str(tmp_path / "no" / "s.json"))
     status, _, err = _finish(job, 60)  # rank 1 used to run on alone, for ever
     assert status == 2 and "cannot write" in err
+
+
+@needs_mpi
+def test_max_memory_under_mpi_bounds_each_rank(tmp_path):
+    status, _, err = _finish(_mpi(2, _program(tmp_path, GROW), "--max-memory", "120M"), 120)
+    assert status == 4 and "memory limit of 120 MiB reached (--max-memory)" in err
+    assert "Traceback" not in err and "internal error" not in err
