@@ -195,7 +195,7 @@ def _pack_graph(term, codecs: dict):
     """(prefix code of `term` as a graph, positions of its unbound variables)."""
     code: list = [_GRAPH]
     var_at: list = []
-    number: dict[int, int] = {}  # id of each compound value met -> its number (order met)
+    number: dict[int, tuple] = {}  # id of each compound value met -> (its number, the value)
     unfinished: set[int] = set()  # ids of tuples and codec values whose parts are being packed
     stack: list = [term]
     while stack:
@@ -219,12 +219,14 @@ def _pack_graph(term, codecs: dict):
             continue
         k = number.get(id(t))
         if k is not None:
+            k = k[0]
             if k in unfinished:
                 raise ProgramFailure("a cyclic value (through a tuple or an ML value) cannot be "
                                      "sent to another PE")
             code.append(_Ref(k))
             continue
-        k = number[id(t)] = len(number)
+        k = len(number)
+        number[id(t)] = (k, t)  # holding `t`: a codec's parts may be new objects, ids reused
         if tt is Cons:
             code.append(_OPEN_CONS)
             stack.append(t.tail)

@@ -189,6 +189,7 @@ def measure(term, parts=None) -> int | None:
     is the cycle."""
     on_path: set = set()
     done: set = set()
+    keep: list = []
     size = 0
     stack = [deref(term)]
     while stack:
@@ -233,7 +234,9 @@ def measure(term, parts=None) -> int | None:
             if type(t) not in _LEAVES:
                 kids.append(t)
         elif parts is not None:
-            for a in parts(x) or ():
+            p = parts(x) or ()
+            keep.append(p)  # a codec's parts may be new objects: their ids must not be reused
+            for a in p:
                 a = deref(a)
                 if type(a) not in _LEAVES:
                     kids.append(a)
