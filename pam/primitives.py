@@ -29,6 +29,10 @@ INLINE = frozenset({
 })
 
 
+# The largest arity functor/3 builds (a structure of a million variables is about 60 MB).
+MAX_ARITY = 1_000_000
+
+
 def _fail(name: str, args: tuple, site, why: str = "failed") -> ProgramFailure:
     goal = write_term(Struct(name, args)) if args else name
     return ProgramFailure(why, goal, site)
@@ -129,6 +133,8 @@ def build(pe, lookup) -> dict:
             return waits
         if type(a) is not int or a < 0 or (a > 0 and type(n) is not str):
             raise _fail("functor", (t, n, a), site, "functor/3: bad name or arity")
+        if a > MAX_ARITY:  # SWI runs out of stack; the structure would take gigabytes here
+            raise _fail("functor", (t, n, a), site, f"functor/3: arity over {MAX_ARITY}")
         term = n if a == 0 else make_struct(n, tuple(Var() for _ in range(a)))
         pe.bind(t, term)
 

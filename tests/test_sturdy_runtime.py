@@ -272,6 +272,11 @@ def test_repeated_squaring_is_refused(tmp_path):
     assert r.returncode == 1 and "integer overflow" in r.stderr
 
 
+def test_functor_of_a_huge_arity_fails():
+    with pytest.raises(ProgramFailure, match="arity over"):
+        run_program("main <- functor(T, f, 1000000000), write(x), nl.")
+
+
 @pytest.mark.parametrize("options", [(), ("--pes", "16")])
 def test_arithmetic_errors_exit_1_on_the_command_line(tmp_path, options):
     r = run_file(tmp_path, "main <- X is 1 << 100000000000, write(X), nl.", *options)
