@@ -185,6 +185,8 @@ class ClauseCode:
     def guard(self, g: Call) -> None:
         e = self.e
         key = g.target
+        if key in ("=/2", "==/2", "\\==/2"):  # they may walk into the list this loop is building
+            self.code.close_hole()
         if key == "=/2":  # match the known left side against the pattern on the right
             x = self.temp()
             e(f"{x} = {self.build(g.args[0])}")
@@ -412,6 +414,8 @@ class ClauseCode:
         d = self.shape.dest
         if d is None or call is None:
             return None
+        if any(c.target in primitives.INLINE and c.target not in ("is/2", "true/0") for c in calls_in(self.clause.body)):
+            return None  # a primitive run at commit may walk into the list: no cell without a tail then
         out, passed = self.clause.head[d], call.args[d]
         if not isinstance(passed, Var) or passed.index in self.bound:
             return None
