@@ -16,10 +16,13 @@ from __future__ import annotations
 import enum
 import json
 import re
+import sys
+import threading
 import types
 import typing
 
 from hpgrem.ir.core import NODE_KINDS, Dialect, Entry, Module, Node, Rule, Span, schema, type_name
+from hpgrem.verify import JsonPath
 
 FORMAT = "hpgrem"
 VERSION = 2  # 1: the two-IR format before the node registry (no dialect field, spans as nodes)
@@ -27,6 +30,45 @@ VERSION = 2  # 1: the two-IR format before the node registry (no dialect field, 
 
 class HpgFormatError(Exception):
     """The file is not a readable `.hpg` module."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Nesting
+
+DEEP_STACK = 1 << 29
+"""The stack of the thread that reads or writes a `.hpg` file (address space: only as much is
+touched as the file nests)."""
+DEEP_LIMIT = 1_000_000
+"""The recursion limit there: a file nested deeper is refused as "nested too deeply"."""
+
+
+def _deep(fn, arg):
+    """`fn(arg)` in a thread with a large stack and recursion limit. The JSON module, the reader,
+    the writer and the type check recurse on nesting, and a program's data nests far deeper than
+    its syntax: a PARLOG list of 50,000 elements is 100,000 levels of JSON."""
+    out: dict = {}
+
+    def run():
+        try:
+            out["value"] = fn(arg)
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+            out["error"] = e
+
+    worker = threading.Thread(target=run, name="hpgrem-hpg")
+    size, limit = threading.stack_size(), sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, DEEP_LIMIT))
+    try:
+        threading.stack_size(DEEP_STACK)
+        try:
+            worker.start()
+        finally:
+            threading.stack_size(size)
+        worker.join()
+    finally:
+        sys.setrecursionlimit(limit)
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -50,6 +92,10 @@ def _encode(x):
 
 def dumps(module: Module) -> str:
     """The module as `.hpg` text."""
+    return _deep(_dumps, module)
+
+
+def _dumps(module: Module) -> str:
     doc = {
         "format": FORMAT, "version": VERSION, "dialect": module.dialect.value, "source": module.source,
         "entry": _encode(module.entry),
@@ -91,7 +137,7 @@ def _decode(x, hint, path: str):
         items = args[:1] * len(x) if len(args) == 2 and args[1] is Ellipsis else args
         if len(items) != len(x):
             raise _Bad(path, f"expected a list of {len(items)}, found {len(x)} items")
-        return tuple(_decode(i, h, f"{path}[{k}]") for k, (i, h) in enumerate(zip(x, items)))
+        return tuple(_decode(i, h, JsonPath(path, f"[{k}]")) for k, (i, h) in enumerate(zip(x, items)))
     if hint is type(None):
         if x is None:
             return None
@@ -133,7 +179,7 @@ def _decode_node(x: dict, allowed: tuple, path: str) -> Node:
     fields = schema(cls).fields
     if set(x) - {"kind"} != set(fields):
         raise _Bad(path, f"{kind} node has fields {sorted(set(x) - {'kind'})}, expected {sorted(fields)}")
-    return cls(**{name: _decode(x[name], hint, f"{path}.{name}") for name, hint in fields.items()})
+    return cls(**{name: _decode(x[name], hint, JsonPath(path, f".{name}")) for name, hint in fields.items()})
 
 
 def _decode_annotation(x, path: str, depth: int = 0):
@@ -166,6 +212,10 @@ def node_from_json(x, hint=Node) -> Node:
 
 def loads(text: str) -> Module:
     """A module from `.hpg` text; raises HpgFormatError on anything malformed."""
+    return _deep(_loads, text)
+
+
+def _loads(text: str) -> Module:
     try:
         doc = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as e:

@@ -22,6 +22,7 @@ import sys
 
 from hpgrem.ir import ml
 from hpgrem.ir.core import Module
+from hpgrem.verify import JsonPath
 
 GENERIC = 1 << 30
 
@@ -411,43 +412,43 @@ class _Checker:
             given = e.free if kind is ml.MakeClosure else e.args
             field = "free" if kind is ml.MakeClosure else "args"
             for i, (p, a) in enumerate(zip(params, given)):
-                self.unify(p, self.expr(a, env, refine, f"{path}.{field}[{i}]"), f"{path}.{field}[{i}]")
+                self.unify(p, self.expr(a, env, refine, JsonPath(path, f".{field}[{i}]")), JsonPath(path, f".{field}[{i}]"))
             if kind is ml.CallKnown:
                 return result
             if callee.arity != 1:
-                raise IllTyped(f"{path}.function", f"a closure of {e.function}, which takes {callee.arity} "
+                raise IllTyped(JsonPath(path, ".function"), f"a closure of {e.function}, which takes {callee.arity} "
                                                    "arguments (a function value takes one)")
             return T("fn", [params[-1], result], self.level)
         if kind is ml.Apply:
-            f = self.expr(e.fn, env, refine, f"{path}.fn")
-            a = self.expr(e.arg, env, refine, f"{path}.arg")
+            f = self.expr(e.fn, env, refine, JsonPath(path, ".fn"))
+            a = self.expr(e.arg, env, refine, JsonPath(path, ".arg"))
             r = self.fresh()
             self.unify(f, T("fn", [a, r], self.level), path, "applied: ")
             return r
         if kind is ml.Prim:
             args, result = _parse_signature(PRIMITIVE_TYPES[e.op], self.level)
             for i, (p, a) in enumerate(zip(args, e.args)):
-                self.unify(p, self.expr(a, env, refine, f"{path}.args[{i}]"), f"{path}.args[{i}]", f"{e.op}: ")
+                self.unify(p, self.expr(a, env, refine, JsonPath(path, f".args[{i}]")), JsonPath(path, f".args[{i}]"), f"{e.op}: ")
             return result
         if kind is ml.Construct:
             t = self.datatype(e.datatype)
             if e.datatype == "bool":
                 return t
-            arg = None if e.arg is None else self.expr(e.arg, env, refine, f"{path}.arg")
+            arg = None if e.arg is None else self.expr(e.arg, env, refine, JsonPath(path, ".arg"))
             if e.datatype == "list":
                 if arg is not None:
-                    self.unify(arg, T("tuple", [t.args[0], t]), f"{path}.arg", "::")
+                    self.unify(arg, T("tuple", [t.args[0], t]), JsonPath(path, ".arg"), "::")
                 return t
             if e.tag >= len(t.args):
-                raise IllTyped(f"{path}.tag", f"{e.datatype} has no constructor {e.tag}")
+                raise IllTyped(JsonPath(path, ".tag"), f"{e.datatype} has no constructor {e.tag}")
             self.unify(t.args[e.tag], T("noarg") if arg is None else T("arg", [arg]), path,
                        f"constructor {e.tag} of {e.datatype}: ")
             return t
         if kind is ml.Tuple:
-            return T("tuple", [self.expr(x, env, refine, f"{path}.items[{i}]") for i, x in enumerate(e.items)],
+            return T("tuple", [self.expr(x, env, refine, JsonPath(path, f".items[{i}]")) for i, x in enumerate(e.items)],
                      self.level)
         if kind is ml.Part:
-            v = self.expr(e.value, env, refine, f"{path}.value")
+            v = self.expr(e.value, env, refine, JsonPath(path, ".value"))
             step = e.step
             if type(step) is int:
                 r = find(v)
@@ -457,7 +458,7 @@ class _Checker:
                         r.fields[step] = T(None, (), r.level)
                     return r.fields[step]
                 if r.head != "tuple" or step >= len(r.args):
-                    raise IllTyped(f"{path}.step", f"no field {step} in a value of type {show(r)}")
+                    raise IllTyped(JsonPath(path, ".step"), f"no field {step} in a value of type {show(r)}")
                 return r.args[step]
             if step == ml.PartStep.DEREF:
                 t = self.fresh()
@@ -473,7 +474,7 @@ class _Checker:
                 if r.head.startswith("data:") and len(r.args) == 1:
                     known = (step, r.args[0])
             if known is None or known[0] != step:
-                raise IllTyped(f"{path}.step", f"the {step} of a value no switch has tested for it")
+                raise IllTyped(JsonPath(path, ".step"), f"the {step} of a value no switch has tested for it")
             t = self.fresh()
             if step == ml.PartStep.CONS:
                 self.unify(v, T("list", [t]), path)
@@ -481,52 +482,52 @@ class _Checker:
             self.unify(known[1], T("arg", [t]), path, f"the {step} of a constructor without one: ")
             return t
         if kind is ml.Let:
-            t = self.bind(e.value, f"{path}.value", env, refine)
+            t = self.bind(e.value, JsonPath(path, ".value"), env, refine)
             env[e.name] = t
             if isinstance(e.value, ml.Switch):
                 self.arms[e.name] = self.arm_facts(e.value)
-            return self.expr(e.body, env, refine, f"{path}.body")
+            return self.expr(e.body, env, refine, JsonPath(path, ".body"))
         if kind is ml.SetGlobal:
-            t = self.bind(e.value, f"{path}.value", env, refine)
+            t = self.bind(e.value, JsonPath(path, ".value"), env, refine)
             self.global_types.setdefault(e.name, []).append(t)
             return T("tuple")
         if kind is ml.Sequence:
             t = T("tuple")
             for i, x in enumerate(e.exprs):
-                t = self.expr(x, env, refine, f"{path}.exprs[{i}]")
+                t = self.expr(x, env, refine, JsonPath(path, f".exprs[{i}]"))
             return t
         if kind is ml.If:
-            self.unify(self.expr(e.cond, env, refine, f"{path}.cond"), T("bool"), f"{path}.cond")
-            t = self.expr(e.then, env, refine, f"{path}.then")
-            self.unify(t, self.expr(e.else_, env, refine, f"{path}.else_"), f"{path}.else_")
+            self.unify(self.expr(e.cond, env, refine, JsonPath(path, ".cond")), T("bool"), JsonPath(path, ".cond"))
+            t = self.expr(e.then, env, refine, JsonPath(path, ".then"))
+            self.unify(t, self.expr(e.else_, env, refine, JsonPath(path, ".else_")), JsonPath(path, ".else_"))
             return t
         if kind is ml.Switch:
             return self.switch(e, env, refine, path)
         if kind is ml.Raise:
-            self.unify(self.expr(e.exn, env, refine, f"{path}.exn"), T("exn"), f"{path}.exn")
+            self.unify(self.expr(e.exn, env, refine, JsonPath(path, ".exn")), T("exn"), JsonPath(path, ".exn"))
             return self.fresh()
         if kind is ml.Handle:
-            t = self.expr(e.body, env, refine, f"{path}.body")
+            t = self.expr(e.body, env, refine, JsonPath(path, ".body"))
             env[e.name] = T("exn")
-            self.unify(t, self.expr(e.handler, env, refine, f"{path}.handler"), f"{path}.handler")
+            self.unify(t, self.expr(e.handler, env, refine, JsonPath(path, ".handler")), JsonPath(path, ".handler"))
             return t
         if kind is ml.While:
-            self.unify(self.expr(e.cond, env, refine, f"{path}.cond"), T("bool"), f"{path}.cond")
-            self.expr(e.body, env, refine, f"{path}.body")
+            self.unify(self.expr(e.cond, env, refine, JsonPath(path, ".cond")), T("bool"), JsonPath(path, ".cond"))
+            self.expr(e.body, env, refine, JsonPath(path, ".body"))
             return T("tuple")
         if kind is ml.NewException:
             return T("exncon", [T("arg", [self.fresh()]) if e.has_arg else T("noarg")], self.level)
         if kind is ml.BasisException:
             return T("exncon", [T("arg", [T("string")]) if e.name == "Fail" else T("noarg")])
         if kind is ml.Packet:
-            c = self.expr(e.con, env, refine, f"{path}.con")
-            arg = T("noarg") if e.arg is None else T("arg", [self.expr(e.arg, env, refine, f"{path}.arg")])
+            c = self.expr(e.con, env, refine, JsonPath(path, ".con"))
+            arg = T("noarg") if e.arg is None else T("arg", [self.expr(e.arg, env, refine, JsonPath(path, ".arg"))])
             self.unify(c, T("exncon", [arg]), path, "exception: ")
             return T("exn")
         if kind is ml.Par:
             a, b = self.fresh(), self.fresh()
-            self.unify(self.expr(e.left, env, refine, f"{path}.left"), T("fn", [T("tuple"), a]), f"{path}.left")
-            self.unify(self.expr(e.right, env, refine, f"{path}.right"), T("fn", [T("tuple"), b]), f"{path}.right")
+            self.unify(self.expr(e.left, env, refine, JsonPath(path, ".left")), T("fn", [T("tuple"), a]), JsonPath(path, ".left"))
+            self.unify(self.expr(e.right, env, refine, JsonPath(path, ".right")), T("fn", [T("tuple"), b]), JsonPath(path, ".right"))
             return T("tuple", [a, b])
         raise IllTyped(path, f"a {e.kind} node cannot stand in an expression")
 
@@ -558,26 +559,26 @@ class _Checker:
         return arms
 
     def switch(self, e: ml.Switch, env: dict, refine: dict, path: str) -> T:
-        s = self.expr(e.subject, env, refine, f"{path}.subject")
+        s = self.expr(e.subject, env, refine, JsonPath(path, ".subject"))
         test = e.test
         slots: list = []
         if test == ml.SwitchTest.CON:
             t = self.datatype(e.datatype)
-            self.unify(s, t, f"{path}.subject", f"a switch on {e.datatype}: ")
+            self.unify(s, t, JsonPath(path, ".subject"), f"a switch on {e.datatype}: ")
             if e.datatype == "list":
                 slots = [None, (ml.PartStep.CONS, None)]
             elif e.datatype != "bool":
                 for slot in t.args:
                     if e.rep == ml.ConRep.TAGS:
-                        self.unify(slot, T("noarg"), f"{path}.rep", "a datatype of bare tags: ")
+                        self.unify(slot, T("noarg"), JsonPath(path, ".rep"), "a datatype of bare tags: ")
                     elif e.rep == ml.ConRep.ARGS:
-                        self.unify(slot, T("arg", [self.fresh()]), f"{path}.rep", "a datatype of (tag, arg) pairs: ")
+                        self.unify(slot, T("arg", [self.fresh()]), JsonPath(path, ".rep"), "a datatype of (tag, arg) pairs: ")
                 slots = [(ml.PartStep.ARG, slot) for slot in t.args]
         elif test == ml.SwitchTest.EXN:
-            self.unify(s, T("exn"), f"{path}.subject")
+            self.unify(s, T("exn"), JsonPath(path, ".subject"))
         else:
             self.unify(s, T({ml.SwitchTest.INT: "int", ml.SwitchTest.STRING: "string",
-                             ml.SwitchTest.CHAR: "char"}[test]), f"{path}.subject")
+                             ml.SwitchTest.CHAR: "char"}[test]), JsonPath(path, ".subject"))
         result = self.fresh()
         stable = _stable(e.subject)
         for i, (key, body) in enumerate(e.cases):
@@ -586,8 +587,8 @@ class _Checker:
                 known = slots[key]
             elif test == ml.SwitchTest.EXN:
                 slot = self.fresh()
-                self.unify(self.expr(key, env, refine, f"{path}.cases[{i}][0]"), T("exncon", [slot]),
-                           f"{path}.cases[{i}][0]", "an exception constructor: ")
+                self.unify(self.expr(key, env, refine, JsonPath(path, f".cases[{i}][0]")), T("exncon", [slot]),
+                           JsonPath(path, f".cases[{i}][0]"), "an exception constructor: ")
                 known = (ml.PartStep.EXNARG, slot)
             inner = refine
             if stable and known is not None:
@@ -595,9 +596,9 @@ class _Checker:
                 inner = {**refine, e.subject: known}
             elif test == ml.SwitchTest.INT and isinstance(e.subject, ml.Local) and e.subject.name in self.arms:
                 inner = {**refine, **self.arms[e.subject.name].get(key, {})}
-            self.unify(result, self.expr(body, env, inner, f"{path}.cases[{i}][1]"), f"{path}.cases[{i}][1]")
+            self.unify(result, self.expr(body, env, inner, JsonPath(path, f".cases[{i}][1]")), JsonPath(path, f".cases[{i}][1]"))
         if e.default is not None:
-            self.unify(result, self.expr(e.default, env, refine, f"{path}.default"), f"{path}.default")
+            self.unify(result, self.expr(e.default, env, refine, JsonPath(path, ".default")), JsonPath(path, ".default"))
         return result
 
 

@@ -44,6 +44,8 @@ def verify(module: Module) -> list[str]:
             problems.append(f"entry {entry.target} is not defined")
         elif target.arity != len(entry.outputs):
             problems.append(f"entry {entry.target} takes {target.arity} arguments, not {len(entry.outputs)}")
+        elif len(getattr(target, "params", ())) != target.arity:
+            problems.append(f"entry {entry.target} has free variables (a closure's code cannot be the entry)")
     problems.extend(_globals(module))
     return problems[:MAX_PROBLEMS]
 
@@ -65,7 +67,29 @@ def _structure(rule: Node) -> list[str]:
 # The data representation: what the machine assumes of well-typed nodes
 
 
-def walk_paths(root: Node, path: str):
+class JsonPath:
+    """A JSON path (`$.rules[3].body.args[1]`) built only when shown: a parent and a step, so
+    walking a graph nested 100,000 deep costs no more than walking it."""
+
+    __slots__ = ("parent", "step")
+
+    def __init__(self, parent: JsonPath | str, step: str = ""):
+        self.parent, self.step = parent, step
+
+    def __truediv__(self, step: str) -> JsonPath:
+        return JsonPath(self, step)
+
+    def __str__(self) -> str:
+        steps, p = [], self
+        while isinstance(p, JsonPath):
+            steps.append(p.step)
+            p = p.parent
+        return p + "".join(reversed(steps))
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
+
+
+def walk_paths(root: Node, path):
     """(node, JSON path) for every node below and including `root`, parents first; the path
     names the node as the `.hpg` file does (`$.rules[3].body.args[1]`)."""
     stack = [(root, path)]
@@ -74,16 +98,16 @@ def walk_paths(root: Node, path: str):
         yield x, p
         found = []
         for name in schema(type(x)).node_fields:
-            _node_paths(getattr(x, name), f"{p}.{name}", found)
+            _node_paths(getattr(x, name), JsonPath(p, f".{name}"), found)
         stack.extend(reversed(found))
 
 
-def _node_paths(value, path: str, out: list) -> None:
+def _node_paths(value, path: JsonPath, out: list) -> None:
     if isinstance(value, Node):
         out.append((value, path))
     elif type(value) is tuple:
         for i, item in enumerate(value):
-            _node_paths(item, f"{path}[{i}]", out)
+            _node_paths(item, JsonPath(path, f"[{i}]"), out)
 
 
 def _representation(rule: Node, index: int, module: Module) -> list[str]:

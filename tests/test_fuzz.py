@@ -784,3 +784,44 @@ def test_a_hex_ml_literal_with_the_digit_e_is_an_int(tmp_path, literal, printed)
     path.write_text(f"val x = {literal};\nval _ = print (Int.toString x);\n")
     status, stdout, stderr, _ = run_cli(["run", str(path)])
     assert (status, stdout) == (0, printed), stderr
+
+
+def test_an_ml_entry_with_free_variables_is_refused(tmp_path):
+    """The machine calls the entry function with no argument: one with parameters (free
+    variables) ended in a TypeError (exit 70)."""
+    hpg, text = _compiled(tmp_path, 'val _ = print "x";\n')
+    doc = json.loads(text)
+    _first(doc, lambda x: x.get("kind") == "Function" and x["key"] == "ml:main")["params"] = ["v"]
+    _refused(hpg, json.dumps(doc), "entry ml:main has free variables")
+
+
+def test_a_curried_function_of_thousands_of_arguments_checks_in_linear_work(monkeypatch):
+    """`fun f x0 x1 ... x2999 = 1` took minutes in `check`: each of its nested function types
+    was resolved on its own (quadratic). Types shared between parts are now resolved once."""
+    import frontend.ml.declarations as declarations
+    import frontend.ml.types as types
+    from frontend.ml import compile_program
+    calls = 0
+    resolve = types.resolve
+
+    def counting(t, memo=None):
+        nonlocal calls
+        calls += 1
+        return resolve(t, memo)
+
+    monkeypatch.setattr(types, "resolve", counting)
+    monkeypatch.setattr(declarations, "resolve", counting)
+    n = 400
+    text = "fun f " + " ".join(f"x{i}" for i in range(n)) + " = 1;\n"
+    assert compile_program(text, "a.sml").error is None
+    assert calls < 30 * n
+
+
+def test_a_long_list_compiles_to_an_hpg_file_and_runs(tmp_path):
+    """A PARLOG list of thousands of elements is thousands of levels of JSON: writing its .hpg
+    file ended in a RecursionError (exit 70), and reading one back was refused as nested too
+    deeply."""
+    hpg, _ = _compiled(tmp_path, "main <- X = [" + ",".join(["a"] * 8000) + "], length(X, N), write(N), nl.\n",
+                       "l.par")
+    status, stdout, stderr, _ = run_cli(["run", str(hpg)])
+    assert (status, stdout) == (0, "8000\n"), stderr

@@ -379,20 +379,23 @@ _NODES = (t.Const, t.VarRef, t.BasisRef, t.ConApp, t.ExnApp, t.App, t.Fn, t.Let,
           t.Select, t.If, t.While, t.Raise, t.Match, t.Case, t.Handle, t.ValDec, t.RecDec, t.Switch, t.Arm)
 
 
-def resolve_types(node):
-    """A copy of an elaborated node with every type resolved (no linked variables left)."""
+def resolve_types(node, memo: dict | None = None):
+    """A copy of an elaborated node with every type resolved (no linked variables left); the
+    types shared between its parts are resolved once."""
+    if memo is None:
+        memo = {}
     if isinstance(node, (TCon, TRecord, TVar)):
-        return resolve(node)
+        return resolve(node, memo)
     # Loops, not comprehensions: one Python frame per level of the tree, which is as deep as
     # the program's nesting.
     if isinstance(node, tuple):
         items = []
         for x in node:
-            items.append(resolve_types(x))
+            items.append(resolve_types(x, memo))
         return tuple(items)
     if isinstance(node, _NODES):
         fields = {}
         for f in dataclasses.fields(node):
-            fields[f.name] = resolve_types(getattr(node, f.name))
+            fields[f.name] = resolve_types(getattr(node, f.name), memo)
         return dataclasses.replace(node, **fields)
     return node

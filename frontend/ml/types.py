@@ -147,14 +147,25 @@ def prune(t: Type) -> Type:
     return t
 
 
-def resolve(t: Type) -> Type:
-    """`t` with every link followed (the result holds only unlinked `TVar`s)."""
+def resolve(t: Type, memo: dict | None = None) -> Type:
+    """`t` with every link followed (the result holds only unlinked `TVar`s). With `memo` (a
+    dict kept across calls while no variable is bound), a type shared by many is resolved once:
+    a curried function of a thousand arguments has a thousand nested types, each holding the
+    next."""
     t = prune(t)
+    if memo is not None and isinstance(t, (TCon, TRecord)):
+        done = memo.get(id(t))
+        if done is not None:
+            return done[1]
     if isinstance(t, TCon):
-        return TCon(t.con, tuple(resolve(a) for a in t.args)) if t.args else t
-    if isinstance(t, TRecord):
-        return TRecord(tuple((lbl, resolve(ft)) for lbl, ft in t.fields))
-    return t
+        out = TCon(t.con, tuple(resolve(a, memo) for a in t.args)) if t.args else t
+    elif isinstance(t, TRecord):
+        out = TRecord(tuple((lbl, resolve(ft, memo)) for lbl, ft in t.fields))
+    else:
+        return t
+    if memo is not None:
+        memo[id(t)] = (t, out)  # t kept alive, so its id is not reused
+    return out
 
 
 def is_tuple(rec: TRecord) -> bool:
