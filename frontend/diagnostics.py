@@ -48,7 +48,7 @@ class Diagnostic:
     def render(self, source: str | None) -> str:
         message = _LONG_WORD.sub(lambda m: excerpt(m.group()), self.message)
         head = visible(f"{self.span}: {self.severity}: {message}")
-        if source is None or self.span.line < 1:
+        if source is None or self.span.line < 1 or self.severity == "note":
             return head
         lines = source.split("\n")
         if self.span.line > len(lines):
@@ -63,10 +63,24 @@ class Diagnostic:
         return f"{head}\n{before}{after}\n{' ' * len(before)}^"
 
 
+MAX_ERRORS = 20
+"""The most error diagnostics one rejection shows; a note says how many more there were."""
+
+
 class CompileError(Exception):
-    """The program was rejected: one or more error diagnostics (warnings may ride along)."""
+    """The program was rejected: one or more error diagnostics (warnings may ride along), at
+    most MAX_ERRORS of them and a note for the rest."""
 
     def __init__(self, diagnostics: list[Diagnostic]):
+        errors = [d for d in diagnostics if d.severity == "error"]
+        if len(errors) > MAX_ERRORS:
+            last = errors[MAX_ERRORS - 1]
+            kept, n = [], 0
+            for d in diagnostics:
+                n += d.severity == "error"
+                if d.severity != "error" or n <= MAX_ERRORS:
+                    kept.append(d)
+            diagnostics = kept + [Diagnostic(last.span, f"{len(errors) - MAX_ERRORS} more errors not shown", "note")]
         super().__init__("; ".join(d.message for d in diagnostics))
         self.diagnostics = diagnostics
 

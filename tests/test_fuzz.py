@@ -825,3 +825,15 @@ def test_a_long_list_compiles_to_an_hpg_file_and_runs(tmp_path):
                        "l.par")
     status, stdout, stderr, _ = run_cli(["run", str(hpg)])
     assert (status, stdout) == (0, "8000\n"), stderr
+
+
+def test_thousands_of_errors_are_shown_as_twenty_and_a_count(tmp_path):
+    """A mutant naming one variable 3,000 times in a pattern printed 3,000 diagnostics."""
+    from frontend.diagnostics import MAX_ERRORS
+    path = tmp_path / "a.sml"
+    path.write_text("fun f " + "x " * 3000 + "= 1;\n")
+    status, _, stderr, _ = run_cli(["check", str(path)])
+    heads = [line for line in stderr.splitlines() if line.startswith(f"{path}:")]
+    assert status == 2 and len(heads) == MAX_ERRORS + 1
+    assert all(": error: variable x occurs twice" in h for h in heads[:-1])
+    assert heads[-1].endswith(f": note: {2999 - MAX_ERRORS} more errors not shown")
