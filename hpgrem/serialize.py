@@ -61,6 +61,9 @@ def _deep(fn, arg):
         threading.stack_size(DEEP_STACK)
         try:
             worker.start()
+        except RuntimeError:  # no thread of that size here (a limit on address space): nest less
+            sys.setrecursionlimit(limit)
+            return fn(arg)
         finally:
             threading.stack_size(size)
         worker.join()
