@@ -44,7 +44,7 @@ def verify(module: Module) -> list[str]:
             problems.append(f"entry {entry.target} is not defined")
         elif target.arity != len(entry.outputs):
             problems.append(f"entry {entry.target} takes {target.arity} arguments, not {len(entry.outputs)}")
-        elif len(getattr(target, "params", ())) != target.arity:
+        elif hasattr(target, "params") and len(target.params) != target.arity:  # ML code only
             problems.append(f"entry {entry.target} has free variables (a closure's code cannot be the entry)")
     problems.extend(_globals(module))
     return problems[:MAX_PROBLEMS]
