@@ -89,7 +89,10 @@ def _encode(x):
     if isinstance(x, enum.Enum):
         return x.value
     if type(x) is tuple:
-        return [_encode(i) for i in x]
+        items = []
+        for i in x:  # a loop, not a comprehension: see _decode_node
+            items.append(_encode(i))
+        return items
     return x
 
 
@@ -140,7 +143,10 @@ def _decode(x, hint, path: str):
         items = args[:1] * len(x) if len(args) == 2 and args[1] is Ellipsis else args
         if len(items) != len(x):
             raise _Bad(path, f"expected a list of {len(items)}, found {len(x)} items")
-        return tuple(_decode(i, h, JsonPath(path, f"[{k}]")) for k, (i, h) in enumerate(zip(x, items)))
+        out = []
+        for k, (i, h) in enumerate(zip(x, items)):
+            out.append(_decode(i, h, JsonPath(path, f"[{k}]")))
+        return tuple(out)
     if hint is type(None):
         if x is None:
             return None
@@ -182,7 +188,12 @@ def _decode_node(x: dict, allowed: tuple, path: str) -> Node:
     fields = schema(cls).fields
     if set(x) - {"kind"} != set(fields):
         raise _Bad(path, f"{kind} node has fields {sorted(set(x) - {'kind'})}, expected {sorted(fields)}")
-    return cls(**{name: _decode(x[name], hint, JsonPath(path, f".{name}")) for name, hint in fields.items()})
+    # Loops, not comprehensions: a comprehension's frame in every level of a file nested
+    # thousands deep made reading it quadratic.
+    values = {}
+    for name, hint in fields.items():
+        values[name] = _decode(x[name], hint, JsonPath(path, f".{name}"))
+    return cls(**values)
 
 
 def _decode_annotation(x, path: str, depth: int = 0):

@@ -445,8 +445,10 @@ class _Checker:
                        f"constructor {e.tag} of {e.datatype}: ")
             return t
         if kind is ml.Tuple:
-            return T("tuple", [self.expr(x, env, refine, JsonPath(path, f".items[{i}]")) for i, x in enumerate(e.items)],
-                     self.level)
+            items = []
+            for i, x in enumerate(e.items):  # a loop: a comprehension per level is quadratic in nesting
+                items.append(self.expr(x, env, refine, JsonPath(path, f".items[{i}]")))
+            return T("tuple", items, self.level)
         if kind is ml.Part:
             v = self.expr(e.value, env, refine, JsonPath(path, ".value"))
             step = e.step
