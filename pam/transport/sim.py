@@ -45,7 +45,8 @@ class Simulation:
         self.link_free: dict[tuple[int, int], float] = {}
         self.events: list = []
         self.order = itertools.count()
-        self.scheduled = [False] * topology.pes
+        # the time of each PE's pending turn, or None: a PE has at most one live turn event
+        self.scheduled: list[float | None] = [None] * topology.pes
         self.in_flight = 0
 
     def transport(self, pe: int) -> SimTransport:
@@ -53,10 +54,14 @@ class Simulation:
 
     # -- events -------------------------------------------------------------------------------
     def wake_pe(self, pe: int, at: float) -> None:
-        """Make sure PE `pe` gets a turn at `at` (or at its own clock, if later)."""
-        if not self.scheduled[pe]:
-            self.scheduled[pe] = True
-            heapq.heappush(self.events, (max(at, self.clock[pe]), next(self.order), 0, pe, None))
+        """Make sure PE `pe` gets a turn at `at` (or at its own clock, if later). A turn already
+        due later is brought forward: a message (the termination token, work) that reaches an
+        idle PE is acted on at once, not when the PE's wait before its next steal request ends."""
+        at = max(at, self.clock[pe])
+        due = self.scheduled[pe]
+        if due is None or at < due:
+            self.scheduled[pe] = at  # an event for a later turn is now stale: skipped when popped
+            heapq.heappush(self.events, (at, next(self.order), 0, pe, None))
 
     def flush(self, pe: int) -> None:
         """Send what PE `pe` put in its outbox, leaving at its clock."""
@@ -84,14 +89,16 @@ class Simulation:
 
     def next_event(self):
         """The earliest event: (time, kind (0 run, 1 arrival), pe, message), or None."""
-        if not self.events:
-            return None
-        t, _, kind, pe, m = heapq.heappop(self.events)
-        if kind == 0:
-            self.scheduled[pe] = False
-        else:
-            self.in_flight -= 1
-        return t, kind, pe, m
+        while self.events:
+            t, _, kind, pe, m = heapq.heappop(self.events)
+            if kind == 0:
+                if self.scheduled[pe] != t:
+                    continue  # superseded by an earlier turn
+                self.scheduled[pe] = None
+            else:
+                self.in_flight -= 1
+            return t, kind, pe, m
+        return None
 
     def advance(self, pe: int, t: float, instructions: int, switch: bool = False) -> None:
         """PE `pe` does `instructions` of work starting no earlier than `t`."""
