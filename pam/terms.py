@@ -273,7 +273,7 @@ def subterms(terms):
     """Every subterm of `terms`, dereferenced, depth first. On a cyclic term, once its budget of
     steps is spent (`walk_budget`), it skips the compound terms already met."""
     stack = list(reversed(terms))
-    budget, seen = CHECK_AFTER, None
+    budget, seen, checks = CHECK_AFTER, None, 0
     while stack:
         x = deref(stack.pop())
         yield x
@@ -282,7 +282,10 @@ def subterms(terms):
             if seen is None:
                 budget -= 1
                 if budget <= 0:
-                    budget = walk_budget(stack + [x])
+                    # Checked once: a rest that is cyclic, or that outlasts twice its size (shared
+                    # parts), is walked remembering what it met.
+                    budget = walk_budget(stack + [x]) if checks == 0 else None
+                    checks += 1
                     if budget is None:
                         seen = set()
             elif id(x) in seen:

@@ -4,8 +4,9 @@ Both walk terms with an explicit stack: long lists must not reach Python's recur
 Terms may be cyclic (no occurs check), so a walk may not end by itself. Each runs as a plain loop
 for its first CHECK_AFTER pairs (what every ordinary unification needs, and it pays nothing for
 cycles); a longer one goes on in a careful loop that checks what is left for cycles
-(pam.terms.walk_budget) and, when it is cyclic, remembers the pairs of compound terms it meets: a
-pair met again is skipped (it is being made equal, or compared, already). So it ends on cyclic
+(pam.terms.walk_budget) and, when it is cyclic or outlasts twice its size (shared parts walked
+over and over), remembers the pairs of compound terms it meets: a pair met again is skipped (it
+is being made equal, or compared, already). So it ends on cyclic
 terms, as in SWI-Prolog: `X = f(X), Y = f(Y), X = Y` succeeds.
 """
 
@@ -63,7 +64,8 @@ def unify(a, b, bind) -> bool:
 def _unify_rest(stack: list, bind) -> bool:
     """`unify` past its plain loop: the same, with the cycle watch."""
     pop = stack.pop
-    budget, met = 0, None  # `met`: the pairs of compound terms met, once the rest is cyclic
+    budget, checked = 1, False  # compound pairs until the rest is checked for cycles
+    met = None  # the pairs of compound terms met, once the rest is cyclic
     while stack:
         y = pop()
         x = pop()
@@ -96,7 +98,10 @@ def _unify_rest(stack: list, bind) -> bool:
         if met is None:
             budget -= 1
             if budget <= 0:
-                budget = walk_budget(stack + [x, y])
+                # Checked once: a rest that is cyclic, or that outlasts twice its size (parts
+                # shared, or made cyclic by bindings since), is walked remembering pairs.
+                budget = None if checked else walk_budget(stack + [x, y])
+                checked = True
                 if budget is None:
                     met = set()
         if met is not None:
@@ -163,7 +168,7 @@ def match_eq(a, b):
 def _match_rest(stack: list, waits: list):
     """`match_eq` past its plain loop: the same, with the cycle watch."""
     pop = stack.pop
-    budget, met = 0, None
+    budget, checked, met = 1, False, None
     while stack:
         y = pop()
         x = pop()
@@ -193,7 +198,10 @@ def _match_rest(stack: list, waits: list):
         if met is None:
             budget -= 1
             if budget <= 0:
-                budget = walk_budget(stack + [x, y])
+                # Checked once: a rest that is cyclic, or that outlasts twice its size (parts
+                # shared, or made cyclic by bindings since), is walked remembering pairs.
+                budget = None if checked else walk_budget(stack + [x, y])
+                checked = True
                 if budget is None:
                     met = set()
         if met is not None:
