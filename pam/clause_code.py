@@ -550,12 +550,18 @@ class ClauseCode:
             self.done()
             return
         built = [(c, self.task_args(c)) for c in tasks]
+        direct = {id(c) for c in tasks[1:] if self.scheduled(c, tasks)}
+        queued = [(c, args) for c, args in built[1:] if id(c) not in direct]
         if len(tasks) > 1:
             e("g = t.group")
-            e(f"if g is not None: g.count += {len(tasks) - 1}")
-            for c, args in reversed(built[1:]):
+        if queued:
+            e(f"if g is not None: g.count += {len(queued)}")
+            for c, args in reversed(queued):
                 self.rc.count("enqueues")
                 e(f"push(Goal({self.proc(c)}, {args}, g, {self.rc.site(c.span)}))")
+        for c, args in built[1:]:
+            if id(c) in direct:
+                self.run_directly(c, args)
         c, args = built[0]
         if c is loop_call:
             self.loop_back(c, args)
@@ -566,6 +572,37 @@ class ClauseCode:
         e(f"t.args = {args}")
         e(f"t.site = {self.rc.site(c.span)}")
         e("return t")
+
+    def scheduled(self, c: Call, tasks: list[Call]) -> bool:
+        """The schedule pass's restricted form (hpgrem/passes/schedule.py): a goal of a marked
+        relation that no other goal of this body feeds, in a relation that does not loop (its
+        step's meter is the PE's, not a loop's count)."""
+        module = self.rc.module
+        notes = module.annotations.get(c.target) or {}
+        if self.shape.loop or c.placement is not None or c.target not in module.relations \
+                or notes.get("schedule") is not True:
+            return False
+        from hpgrem.passes.order_nodes import Flow
+        flow = Flow(module)
+        inputs = flow.consumes(c)
+        return not any(inputs & flow.produces(o) for o in tasks if o is not c)
+
+    def run_directly(self, c: Call, args: str) -> None:
+        """Run goal `c` now, in this step, and what it continues with, while the time slice
+        lasts (pam/rules.py's RUN); with no slice left, or where the goal is worth exporting,
+        it goes to the queue as usual."""
+        e = self.e
+        notes = self.rc.module.annotations.get(c.target) or {}
+        proc = self.proc(c)
+        e(f"u = Goal({proc}, {args}, g, {self.rc.site(c.span)})")
+        test = "METER[0] > 0" if not notes.get("exportable") else "METER[0] > 0 and (SOLO or not SPARE(u))"
+        e(f"if {test}: RUN(u, g)")
+        e("else:")
+        e.indent()
+        self.rc.count("enqueues")
+        e("if g is not None: g.count += 1")
+        e("push(u)")
+        e.dedent()
 
     def loop_back(self, c: Call, args: str) -> None:
         """The self call: the next iteration's arguments, and round again while the PE's time

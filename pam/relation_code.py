@@ -19,7 +19,7 @@ class Shape:
     annotation, absent at -O0, so -O0 gives the plain shape. Annotations may come from a
     `.hpg` file: a value of the wrong type or out of range is ignored, never pasted in code."""
 
-    __slots__ = ("switch", "share", "loop", "dest", "arith_tasks", "lift")
+    __slots__ = ("switch", "share", "loop", "dest", "arith_tasks", "lift", "schedule")
 
     def __init__(self, notes: dict, rel: Relation):
         def position(name: str, mode: str) -> int | None:
@@ -31,6 +31,7 @@ class Shape:
         self.loop = notes.get("tail_loop") is True  # tail-loop (not `loop`: ml-kinds records that name)
         self.dest = position("dest", "^") if self.loop else None  # dest-passing (needs the loop)
         self.arith_tasks = notes.get("arith_tasks") is True  # order-nodes
+        self.schedule = notes.get("schedule") is True  # schedule: its goals may run in their caller's step
         lift = notes.get("lift")  # lift: (size position, growth per unit)
         self.lift = None
         if type(lift) is tuple and len(lift) == 2 and type(lift[0]) is int and 0 <= lift[0] < rel.arity \

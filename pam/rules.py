@@ -89,7 +89,8 @@ class RuleCompiler:
         e.indent()
         for name in ("Var", "Struct", "Cons", "Goal", "Seq", "Placed", "declare", "deref", "match_eq", "from_list",
                      "put", "wake", "spawn", "park_new", "push", "susp1", "fail_goal", "fail_output",
-                     "arith_test", "INLINE", "PROCS", "CONSTS", "METER", "ST", "PRIMITIVE_COST", "new_cell"):
+                     "arith_test", "INLINE", "PROCS", "CONSTS", "METER", "ST", "PRIMITIVE_COST", "new_cell",
+                     "RUN", "SOLO", "SPARE"):
             e(f"{name} = RT['{name}']")
         e("globals().update(CONSTS)")
         for key, rel in self.module.relations.items():
@@ -154,6 +155,40 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         if group is not None:
             group.count += 1
 
+    meter, stats, ready, park = pe.meter, pe.stats, pe.ready, pe.park
+    counting = rc.counting
+
+    def run_here(u, g):
+        """schedule: run goal `u` (of group `g`) and what it continues with inside the calling
+        step, as the PE's loop would, while the slice lasts: its reductions (a loop's too) are
+        the step's extra ones (meter[1]) so the step limit and the slices stay exact; a goal that
+        suspends is parked (a step but no reduction), one left when the slice ends is queued."""
+        while True:
+            b = meter[0] - 1
+            k = meter[1]
+            meter[0] = b
+            meter[1] = 0
+            r = u.proc(u)
+            x = meter[1]
+            meter[0] = b - x
+            meter[1] = k + 1 + x
+            if r is None:
+                return
+            if g is not None:
+                g.count += 1
+            if type(r) is list:
+                park(u, r)
+                stats.reductions -= 1
+                return
+            u = r
+            if meter[0] <= 0:
+                if counting:
+                    stats.enqueues += 1
+                ready.append(u)
+                return
+            if g is not None:
+                g.count -= 1
+
     runtime = {
         "Var": RVar, "Struct": RStruct, "Cons": Cons, "Goal": Goal, "Seq": Seq, "Placed": Placed,
         "declare": declare, "deref": deref,
@@ -163,6 +198,11 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         "INLINE": prims["inline"], "PROCS": prims["procs"], "CONSTS": rc.consts,
         "METER": pe.meter, "ST": pe.stats, "PRIMITIVE_COST": DEFAULT.primitive_step,
         "new_cell": Cons.__new__,
+        # schedule (pam/clause_code.py): a goal run in its caller's step that suspends is parked;
+        # an exportable one runs there only on one PE or below the lift threshold
+        "RUN": run_here, "SOLO": pe.net is None,
+        "SPARE": GoalKind(getattr(getattr(pe.net.transport, "sim", None), "costs", DEFAULT)).spare
+        if pe.net is not None else None,
     }
     namespace: dict = {}
     exec(compile(rc.source, f"<rules of {module.source}>", "exec"), namespace)

@@ -21,8 +21,9 @@ from pam.errors import LimitExceeded, MachineStop
 from pam.machine import Machine
 from pam.rules import ParlogRuntime, RuleCompiler
 
-PARLOG_PASSES = ("order-nodes", "index-rules", "tail-loop", "dest-passing", "lift")
-SELECTIONS = [(), *[(p,) for p in PARLOG_PASSES], ("tail-loop", "dest-passing"), PARLOG_PASSES]
+PARLOG_PASSES = ("order-nodes", "index-rules", "tail-loop", "dest-passing", "lift", "schedule")
+SELECTIONS = [(), *[(p,) for p in PARLOG_PASSES], ("tail-loop", "dest-passing"), ("order-nodes", "schedule"),
+              PARLOG_PASSES]
 BENCH = ROOT / "benchmarks" / "parlog"
 MPIEXEC = shutil.which("mpiexec")
 
@@ -218,6 +219,39 @@ def test_limits_see_every_reduction_of_a_loop():
         assert machine.pes[0].steps == 12345
 
 
+def test_schedule_runs_independent_goals_in_the_step():
+    """queens: `try(Col1, ...)` has no producer in its body; it runs in the committing step, so
+    fewer goals go through the queue, with the reductions of -O0; fib (a loop) is unchanged."""
+    text = (BENCH / "queens.par").read_text().replace("queens(8", "queens(6")
+    _, plain, _ = run(text, (), counting=True)
+    _, before, _ = run(text, ("order-nodes",), counting=True)
+    _, after, _ = run(text, ("order-nodes", "schedule"), counting=True)
+    assert total(after, "enqueues") < 0.75 * total(before, "enqueues")
+    assert after.reductions == before.reductions == plain.reductions
+    fib = (BENCH / "fib24.par").read_text().replace("24", "12")
+    _, b, _ = run(fib, PARLOG_PASSES[:-1], counting=True)
+    _, a, _ = run(fib, PARLOG_PASSES, counting=True)
+    assert total(a, "enqueues") == total(b, "enqueues") and a.reductions == b.reductions
+
+
+def test_schedule_marks_only_relations_without_effects():
+    text = "mode p(?, ^).\np(X, Y) <- Y is X + 1.\nmode q(?).\nq(X) <- write(X).\nmode r(?).\nr(X) <- q(X).\n" \
+           "main <- p(1, Y), r(Y).\n"
+    notes = compile_source(text, "s.par", passes=("schedule",)).annotations
+    assert notes["p/2"].get("schedule") is True
+    assert "schedule" not in notes["q/1"] and "schedule" not in notes["r/1"] and "schedule" not in notes["main/0"]
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 7, 200, 201, 5000, 12345])
+def test_limits_see_every_reduction_of_scheduled_goals(limit):
+    text = (BENCH / "queens.par").read_text()
+    module = compile_source(text, "q.par", passes=PARLOG_PASSES)
+    machine = Machine(module, stream=io.StringIO(), max_steps=limit)
+    with pytest.raises(LimitExceeded):
+        machine.run()
+    assert machine.pes[0].steps == limit
+
+
 def test_lift_exports_fewer_bigger_tasks():
     text = (BENCH / "fib24.par").read_text().replace("24", "18")
     _, before, _ = run(text, (), pes=16, topology="mesh:4x4")
@@ -238,7 +272,8 @@ def test_list_literal_of_twenty_thousand_elements():
 # -- annotations from an untrusted .hpg are never pasted into code --------------------------------------
 @pytest.mark.parametrize("note", [{"switch": "0) or __import__('os').system('echo pwned') or (0"},
                                   {"switch": 7}, {"dest": -1, "tail_loop": True}, {"tail_loop": "yes"},
-                                  {"lift": (0, float("nan"))}, {"lift": ("__import__", 2.0)}])
+                                  {"lift": (0, float("nan"))}, {"lift": ("__import__", 2.0)},
+                                  {"schedule": "__import__('os')"}])
 def test_bad_shape_annotations_are_ignored(note):
     module = compile_source((EXAMPLES / "nrev.par").read_text(), "n.par", passes=())
     for key in module.relations:

@@ -34,9 +34,11 @@ PASS_TABLE: dict[str, str] = {
     "tail-loop": "hpgrem.passes.tail_loop:TailLoop",
     "dest-passing": "hpgrem.passes.dest_passing:DestPassing",
     "lift": "hpgrem.passes.lift:Lift",
+    "schedule": "hpgrem.passes.schedule:Schedule",
     "ml-switch": "hpgrem.passes.ml_switch:MLSwitch",
     "ml-ranges": "hpgrem.passes.ml_ranges:MLRanges",
     "ml-batch-counts": "hpgrem.passes.ml_batch_counts:MLBatchCounts",
+    "aggregate": "hpgrem.passes.aggregate:Aggregate",
 }
 
 ANALYSIS_TABLE: dict[str, str] = {
