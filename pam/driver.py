@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import time
 
+from pam.transport.sim import Packet
+
 RAN, IDLE, WAITING, DONE = "ran", "idle", "waiting", "done"  # how a turn ended
 MPI_BATCH = 1024  # the most steps an MPI rank runs between looks at the network
 BATCH_SECONDS = 0.001  # the wall time between looks at the network that its batch size aims at
@@ -74,6 +76,7 @@ class Simulated:
         self.pes = pes
         self.sim = sim
         self.batch = batch  # steps a PE runs between looks at its messages
+        sim.stats = [pe.stats for pe in pes]
 
     def run(self, check_limits) -> float:
         """Every PE to global termination; returns the virtual time it took. `check_limits()`
@@ -89,8 +92,13 @@ class Simulated:
             t, kind, n, message = event
             pe = pes[n]
             if kind == 1:  # a message arrives: the PE switches to handling it
-                sim.advance(n, t, costs.message_handling, switch=True)
-                pe.net.receive(message)
+                if type(message) is Packet:  # one switch, then each message of the packet
+                    sim.advance(n, t, costs.message_handling * len(message.messages), switch=True)
+                    for m in message.messages:
+                        pe.net.receive(m)
+                else:
+                    sim.advance(n, t, costs.message_handling, switch=True)
+                    pe.net.receive(message)
                 sim.flush(n)
                 sim.wake_pe(n, sim.clock[n])
                 continue
@@ -120,7 +128,8 @@ class Simulated:
             return False
         t, kind, n, message = event
         if kind == 1:
-            self.pes[n].net.receive(message)
+            for m in message.messages if type(message) is Packet else (message,):
+                self.pes[n].net.receive(m)
             sim.flush(n)
         return True
 
@@ -158,6 +167,7 @@ class Rank:
                     batch = min(MPI_BATCH, batch * 2)
             elif state is DONE:
                 transport.flush()
+                pe.stats.packets = transport.packets
                 return ("done",), busy
             elif not transport.outgoing:
                 time.sleep(IDLE_SLEEP)

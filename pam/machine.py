@@ -14,6 +14,7 @@ from time import perf_counter
 from dataclasses import dataclass
 
 from hpgrem.ir import Module
+from hpgrem.passes.aggregate import aggregates
 from pam.costs import DEFAULT, CostModel
 from pam.distribution import Net
 from pam.driver import Simulated, resolve, run_alone
@@ -164,6 +165,7 @@ class Machine:
             if self.sim is None:
                 run_alone(self.pe)
             else:
+                self.sim.aggregate = aggregates(self.module)  # the `aggregate` pass ran
                 simulated = Simulated(self.pes, self.sim, self.runtime.batch)
                 vtime = simulated.run(self._check_limits)
                 resolve(self.pe.net, outputs, simulated.deliver)

@@ -16,6 +16,7 @@ class PEStats:
     sent: int = 0
     received: int = 0
     bytes_sent: int = 0
+    packets: int = 0  # link messages sent: one per message, or per packet of messages (aggregate)
     bytes_received: int = 0
     hops: int = 0
     steals: int = 0

@@ -31,6 +31,7 @@ class MPITransport:
         self.outgoing: dict[int, list[Message]] = defaultdict(list)
         self.local: list[Message] = []
         self.requests: list = []
+        self.packets = 0  # MPI sends of data (each carries what one turn queued for one neighbour)
 
     def send(self, message: Message) -> None:
         if message.dst == self.me:
@@ -43,6 +44,7 @@ class MPITransport:
         for hop, batch in self.outgoing.items():
             if batch:
                 self.requests.append(self.comm.isend(batch, dest=hop, tag=TAG_DATA))
+                self.packets += 1
         self.outgoing.clear()
         self.requests = [r for r in self.requests if not r.Test()]
 

@@ -18,6 +18,19 @@ from pam.costs import DEFAULT, CostModel
 from pam.transport import Message
 
 
+class Packet:
+    """Messages from one PE to one PE, sent in one slice, crossing each link as one message:
+    one hop start-up for all their bytes (the `aggregate` pass)."""
+
+    __slots__ = ("messages", "src", "dst", "nbytes")
+
+    def __init__(self, messages: list[Message]):
+        self.messages = messages
+        self.src = messages[0].src
+        self.dst = messages[0].dst
+        self.nbytes = sum(m.nbytes for m in messages)
+
+
 class SimTransport:
     """What a PE's `Net` sends through: messages wait in the PE's outbox until its batch ends."""
 
@@ -48,6 +61,9 @@ class Simulation:
         # the time of each PE's pending turn, or None: a PE has at most one live turn event
         self.scheduled: list[float | None] = [None] * topology.pes
         self.in_flight = 0
+        # Message aggregation (the `aggregate` pass): a flush sends one packet per destination
+        self.aggregate = False
+        self.stats: list = []  # the PEs' PEStats, where their `packets` are counted
 
     def transport(self, pe: int) -> SimTransport:
         return SimTransport(self, pe)
@@ -69,6 +85,13 @@ class Simulation:
         if not box:
             return
         self.outbox[pe] = []
+        if self.aggregate and len(box) > 1:
+            by_dst: dict[int, list[Message]] = {}
+            for m in box:
+                by_dst.setdefault(m.dst, []).append(m)
+            for group in by_dst.values():
+                self.route(group[0] if len(group) == 1 else Packet(group), self.clock[pe])
+            return
         for m in box:
             self.route(m, self.clock[pe])
 
@@ -83,7 +106,13 @@ class Simulation:
                 hop *= 1 + self.jitter * self.rng.random()
             t = start + hop
             self.link_free[(a, b)] = t
-        m.hops = path
+        if type(m) is Packet:
+            for one in m.messages:
+                one.hops = path
+        else:
+            m.hops = path
+        if self.stats:
+            self.stats[m.src].packets += 1
         self.in_flight += 1
         heapq.heappush(self.events, (t, next(self.order), 1, m.dst, m))
 
