@@ -23,7 +23,7 @@ EXAMPLES = HERE.parent / "examples" / "parlog"
 REPEATS = 5
 PES = (1, 4, 16, 64)
 STARTUPS_US = (1.0, 5.0, 50.0)  # link start-up per hop; the cost model's default is 5 us
-PARLOG_O2 = ("prune-unreachable", "order-nodes", "index-rules", "tail-loop", "dest-passing", "lift")
+PARLOG_O2 = ("prune-unreachable", "order-nodes", "index-rules", "tail-loop", "dest-passing", "lift", "schedule")
 ML = HERE / "ml"
 ML_EXAMPLES = HERE.parent / "examples" / "ml"
 ML_O2 = ("ml-flatten", "ml-grain", "ml-inline", "simplify", "prune-unreachable", "ml-switch", "ml-ranges",
@@ -43,6 +43,7 @@ class PassEntry:
     before: tuple[str, ...] = ()
     parallel: bool = True  # measure virtual time on several PEs (a sequential program gains nothing)
     adds: tuple[str, ...] | None = None  # the passes added (by default the one named)
+    links: bool = False  # also count messages, packets and bytes sent on the simulated PEs
 
     @property
     def after(self) -> tuple[str, ...]:
@@ -57,6 +58,10 @@ ENTRIES: list[PassEntry] = [
               before=("tail-loop",), parallel=False),
     PassEntry("order-nodes", PARLOG / "queens.par", ("suspensions", "enqueues"), PARLOG / "nrev30.par"),
     PassEntry("lift", PARLOG / "fib24.par", ("exported",), PARLOG / "queens.par"),
+    # aggregate changes nothing on one PE: its counts are the links' (messages, packets, bytes)
+    PassEntry("aggregate", PARLOG / "queens.par", ("reductions",), PARLOG / "primes.par", links=True),
+    PassEntry("schedule", PARLOG / "queens.par", ("enqueues", "suspensions"), PARLOG / "primes.par",
+              before=("order-nodes",)),
     # All of them together: -O0 against the PARLOG passes of -O2, on the issue's targets.
     PassEntry("parlog-O2", PARLOG / "nrev30.par", ("looped", "cells_in_place"), None,
               adds=PARLOG_O2, parallel=False),
@@ -131,10 +136,21 @@ def wall_times(a, b) -> tuple[float, float]:
 
 def virtual(module, pes: int, startup_us: float | None = None) -> tuple[float, int]:
     """Virtual time and tasks exported on `pes` simulated PEs (mesh), with a link start-up."""
+    stats = _virtual_stats(module, pes, startup_us)
+    return stats.time, sum(p.exported for p in stats.per_pe)
+
+
+def _virtual_stats(module, pes: int, startup_us: float | None = None):
     from pam.costs import DEFAULT
     costs = DEFAULT if startup_us is None else replace(DEFAULT, hop_startup=startup_us * 1e-6)
-    stats = _machine(module, pes=pes, costs=costs).run().stats
-    return stats.time, sum(p.exported for p in stats.per_pe)
+    return _machine(module, pes=pes, costs=costs).run().stats
+
+
+def link_counts(module, pes: int) -> dict[str, int]:
+    """Messages, packets (link messages: aggregate packs several into one) and bytes sent."""
+    per_pe = _virtual_stats(module, pes).per_pe
+    return {name: sum(getattr(p, field) for p in per_pe)
+            for name, field in (("messages", "sent"), ("packets", "packets"), ("bytes", "bytes_sent"))}
 
 
 def measure(entry: PassEntry) -> list[Row]:
@@ -152,6 +168,11 @@ def measure(entry: PassEntry) -> list[Row]:
             row(name, 1, None, ca[name], cb[name], "count")
         ta, tb = wall_times(a, b)
         row("wall", 1, None, ta, tb, "s")
+        if entry.links:  # on the program it cannot help too: the packets are the messages
+            for pes in PES[1:]:
+                la, lb = link_counts(a, pes), link_counts(b, pes)
+                for name, unit in (("messages", "count"), ("packets", "count"), ("bytes", "bytes")):
+                    row(name, pes, 5.0, la[name], lb[name], unit)
         if not (helped and entry.parallel):
             continue
         for pes in PES:

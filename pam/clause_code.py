@@ -556,12 +556,12 @@ class ClauseCode:
             e("g = t.group")
         if queued:
             e(f"if g is not None: g.count += {len(queued)}")
-            for c, args in reversed(queued):
-                self.rc.count("enqueues")
-                e(f"push(Goal({self.proc(c)}, {args}, g, {self.rc.site(c.span)}))")
-        for c, args in built[1:]:
+        for c, args in reversed(built[1:]):  # a goal run here may run while its siblings wait: none feeds it
             if id(c) in direct:
                 self.run_directly(c, args)
+            else:
+                self.rc.count("enqueues")
+                e(f"push(Goal({self.proc(c)}, {args}, g, {self.rc.site(c.span)}))")
         c, args = built[0]
         if c is loop_call:
             self.loop_back(c, args)
@@ -595,8 +595,13 @@ class ClauseCode:
         notes = self.rc.module.annotations.get(c.target) or {}
         proc = self.proc(c)
         e(f"u = Goal({proc}, {args}, g, {self.rc.site(c.span)})")
-        test = "METER[0] > 0" if not notes.get("exportable") else "METER[0] > 0 and (SOLO or not SPARE(u))"
-        e(f"if {test}: RUN(u, g)")
+        if not notes.get("exportable"):
+            test = "METER[0] > 0"
+        elif self.rc.module.relations[c.target] is not None and notes.get("lift") is not None:
+            test = "METER[0] > 0 and (SOLO or not SPARE(u))"  # below the lift threshold: sequential here
+        else:
+            test = "METER[0] > 0 and SOLO"  # worth a thief's while on several PEs: to the queue
+        e(f"if {test}: RUN(u, g, t.proc.cost)")
         e("else:")
         e.indent()
         self.rc.count("enqueues")

@@ -158,36 +158,39 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
     meter, stats, ready, park = pe.meter, pe.stats, pe.ready, pe.park
     counting = rc.counting
 
-    def run_here(u, g):
+    def run_here(u, g, cost):
         """schedule: run goal `u` (of group `g`) and what it continues with inside the calling
         step, as the PE's loop would, while the slice lasts: its reductions (a loop's too) are
         the step's extra ones (meter[1]) so the step limit and the slices stay exact; a goal that
-        suspends is parked (a step but no reduction), one left when the slice ends is queued."""
+        suspends is parked (a step but no reduction), one left when the slice ends is queued.
+        The PE charges those extra steps at the caller's `cost`: the difference is set right here."""
         while True:
             b = meter[0] - 1
             k = meter[1]
             meter[0] = b
             meter[1] = 0
-            r = u.proc(u)
+            p = u.proc
+            r = p(u)
             x = meter[1]
             meter[0] = b - x
             meter[1] = k + 1 + x
+            pe.instructions += (1 + x) * (p.cost - cost)
             if r is None:
                 return
-            if g is not None:
-                g.count += 1
             if type(r) is list:
+                if g is not None:
+                    g.count += 1
                 park(u, r)
                 stats.reductions -= 1
                 return
             u = r
             if meter[0] <= 0:
+                if g is not None:
+                    g.count += 1
                 if counting:
                     stats.enqueues += 1
                 ready.append(u)
                 return
-            if g is not None:
-                g.count -= 1
 
     runtime = {
         "Var": RVar, "Struct": RStruct, "Cons": Cons, "Goal": Goal, "Seq": Seq, "Placed": Placed,
