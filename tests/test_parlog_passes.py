@@ -242,6 +242,28 @@ def test_schedule_marks_only_relations_without_effects():
     assert "schedule" not in notes["q/1"] and "schedule" not in notes["r/1"] and "schedule" not in notes["main/0"]
 
 
+SUSPENDING = """mode len(?, ^).
+len([], 0).
+len([_|Xs], N) <- len(Xs, M), N is M + 1.
+mode both(?, ?, ^, ^).
+both(Xs, Ys, A, B) <- len(Ys, B), len(Xs, A).
+mode gen(?, ^).
+gen(0, []).
+gen(N, [N|Xs]) <- N > 0 : N1 is N - 1, gen(N1, Xs).
+mode twice(?, ^).
+twice(N, R) <- both(Xs, Ys, A, B), gen(N, Xs), gen(N, Ys), R is A + B.
+main <- twice(500, R), both(L, L, X, Y), L = [a,b] & write(R/X/Y) & nl.
+"""
+
+
+@pytest.mark.parametrize("passes", [("schedule",), ("order-nodes", "schedule"), PARLOG_PASSES])
+def test_scheduled_goals_that_suspend_are_parked_and_woken(passes):
+    out0, s0, _ = run(SUSPENDING, ())
+    out, s, _ = run(SUSPENDING, passes, counting=True)
+    assert out == out0 == "1000/2/2\n" and s.reductions == s0.reductions
+    assert run(SUSPENDING, passes, pes=16, topology="mesh:4x4")[0] == out0
+
+
 @pytest.mark.parametrize("limit", [1, 2, 3, 7, 200, 201, 5000, 12345])
 def test_limits_see_every_reduction_of_scheduled_goals(limit):
     text = (BENCH / "queens.par").read_text()
