@@ -152,6 +152,7 @@ class Rank:
         while True:
             notice = transport.failure_notice() if me == 0 else transport.halt_notice()
             if notice is not None:
+                pe.stats.packets = transport.packets
                 return notice, busy
             self.deliver()  # answers (work for a thief, values) leave before the next batch
             began = time.perf_counter()
