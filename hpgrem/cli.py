@@ -19,6 +19,7 @@ from pathlib import Path
 from hpgrem.pipeline import UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_DEADLOCK, EXIT_LIMIT, EXIT_INTERNAL = 0, 1, 2, 3, 4, 70
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 MAX_PES = 1024  # simulated PEs (spec/cli.md): the simulation of a larger array takes too long
 # to be of use (a program that only prints takes 20 s on 512 PEs: idle PEs steal and the
 # termination token goes round them all)
@@ -479,8 +480,9 @@ def _guard(run, goal: str | None) -> int:
     except KeyboardInterrupt:
         print("hpgrem: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return EXIT_OK
+    except BrokenPipeError:  # the reader closed stdout: stop quietly, but never claim success
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except MemoryError:  # compiling, or where the machine did not catch it: a limit all the same
         from pam.limits import lift_memory_limit, memory_message
         lift_memory_limit()
@@ -488,6 +490,16 @@ def _guard(run, goal: str | None) -> int:
         return EXIT_LIMIT
     except Exception:
         return _internal_error()
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush finds no closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is no file (a test's buffer): nothing to flush
+        pass
 
 
 def _internal_error() -> int:

@@ -76,3 +76,19 @@ def test_bench_ml_rows_compare_with_cpython_and_poly():
     assert "CPython" in peers
     assert ("Poly/ML" in peers) == (shutil.which("poly") is not None)
     assert all(row["value"] > 0 for row in rows)
+
+
+def test_a_reader_that_goes_away_is_not_success(tmp_path):
+    """`hpgrem run p.par | head -1`: the run stops quietly with 141 (128 + SIGPIPE), never 0."""
+    import subprocess
+    import sys
+    prog = tmp_path / "count.par"
+    prog.write_text("mode count(?).\n"
+                    "count(N) <- N > 0 : write(N), nl, N1 is N - 1, count(N1).\n"
+                    "count(0).\nmain <- count(200000).\n")
+    p = subprocess.Popen([sys.executable, "-m", "hpgrem.cli", "run", str(prog)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"200000\n"
+    p.stdout.close()
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 141 and b"Traceback" not in err and err == b""
