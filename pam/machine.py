@@ -13,8 +13,7 @@ import sys
 from time import perf_counter
 from dataclasses import dataclass
 
-from hpgrem.ir import Module
-from hpgrem.passes.aggregate import aggregates
+from hpgrem.ir import MODULE_FACTS, Module
 from pam.costs import DEFAULT, CostModel
 from pam.distribution import Net
 from pam.driver import Simulated, resolve, run_alone
@@ -165,7 +164,8 @@ class Machine:
             if self.sim is None:
                 run_alone(self.pe)
             else:
-                self.sim.aggregate = aggregates(self.module)  # the `aggregate` pass ran
+                # the module fact the `aggregate` pass records (docs/passes.md); the machine imports no pass
+                self.sim.aggregate = self.module.annotation(MODULE_FACTS, "messages") == "aggregate"
                 simulated = Simulated(self.pes, self.sim, self.runtime.batch)
                 vtime = simulated.run(self._check_limits)
                 resolve(self.pe.net, outputs, simulated.deliver)
