@@ -153,8 +153,9 @@ def _size(text: str) -> int:
 
 
 def _benchmarks_help() -> str:
-    from benchmarks.suite import BENCHMARKS
-    return "benchmarks: " + ", ".join(BENCHMARKS)
+    from benchmarks.suite import BENCHMARKS, SUITES
+    return ("benchmarks (all run by default): " + ", ".join(BENCHMARKS)
+            + "; suites (run when named, they take minutes): " + ", ".join(SUITES))
 
 
 def _names(text: str) -> tuple[str, ...]:

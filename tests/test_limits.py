@@ -153,6 +153,7 @@ def test_goal_syntax_error_does_not_ask_for_a_final_dot():
 def test_help_lists_benchmarks_passes_levels_and_marks_what_is_not_there():
     bench = hpgrem("bench", "--help")
     assert bench.returncode == 0 and "nrev30" in bench.stdout and "speedup16" in bench.stdout
+    assert "passes" in bench.stdout  # the suites too
     ir = hpgrem("ir", "--help")
     assert ir.returncode == 0 and "prune-unreachable" in ir.stdout and "granularity" in ir.stdout
     run = hpgrem("run", "--help")
