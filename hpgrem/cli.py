@@ -204,7 +204,7 @@ def cmd_run(args) -> int:
     if args.trace:
         raise UsageError("--trace is not available yet")
     last_resort = None
-    if args.timeout is not None:
+    if args.timeout is not None and _OWNS_PROCESS[0]:
         # The machine's watchdog keeps --timeout (pam.limits); this ends the process should it
         # hang anywhere else (MPI's start or end waiting for a stopped rank), a little later.
         last_resort = HardStop.start(_STARTED[0] + args.timeout + 2 * hard_grace(args.timeout) + 1
@@ -258,7 +258,7 @@ def _run_machine(args, module, pes: int, comm) -> int:
         runtime = ParlogRuntime(module, counting=True)
     machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed, runtime=runtime,
                       max_steps=args.max_steps, timeout=args.timeout, comm=comm,
-                      started=_STARTED[0], hard_stop=True)
+                      started=_STARTED[0], hard_stop=_OWNS_PROCESS[0])
     try:
         result = machine.run()
     except RankAbandoned as a:
@@ -445,11 +445,15 @@ COMMANDS = {"run": cmd_run, "compile": cmd_compile, "check": cmd_check, "ir": cm
 
 
 _STARTED = [None]  # when the command (its process) started, time.monotonic(): --timeout counts from there
+# Whether main() is the process's command (argv from sys.argv) and may end the whole process at
+# --timeout's hard stops; a host calling main(argv), such as the test suite, is never ended by them.
+_OWNS_PROCESS = [False]
 
 
 def main(argv: list[str] | None = None) -> int:
     from pam.limits import process_started
     _STARTED[0] = process_started() if argv is None else time.monotonic()
+    _OWNS_PROCESS[0] = argv is None
     argv = sys.argv[1:] if argv is None else argv
     # The compile-time tools (printer, .hpg writer, verifier) recurse on a program's nesting,
     # which the front ends allow to about a thousand levels; the machine itself never recurses.

@@ -90,13 +90,9 @@ def run_cli(args: list[str], watchdog: float = WATCHDOG_S) -> tuple[int | str, s
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", write_through=True)
     err = io.StringIO()
     report = ""
-    # The command's hard stop (pam/limits.py) ends the whole process when a run outlives its
-    # --timeout by far: right for the command, fatal to the test session that hosts it here. The
-    # machine's own watchdog (SIGALRM) still stops a run at --timeout, and this one stops anything
-    # else; test_in_process_runs_match_the_command runs the real command, hard stop included.
-    from pam import limits
-    hard_stop = limits.HardStop.__dict__["start"]
-    limits.HardStop.start = classmethod(lambda cls, after, message: None)
+    # main(args) in-process never arms the command's hard stops (they end the whole process: right
+    # for the command, fatal to the test session); the machine's watchdog still stops a run at
+    # --timeout. test_in_process_runs_match_the_command runs the real command, hard stop included.
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, watchdog)
     try:
@@ -112,7 +108,6 @@ def run_cli(args: list[str], watchdog: float = WATCHDOG_S) -> tuple[int | str, s
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        limits.HardStop.start = hard_stop
     stdout = out.buffer.getvalue().decode("utf-8", "backslashreplace")
     stderr = err.getvalue()
     m = re.search(r"the full report is in (\S+)", stderr)
