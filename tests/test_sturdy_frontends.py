@@ -269,3 +269,24 @@ def test_parlog_numeric_escapes(tmp_path, literal, printed):
                                             ('"\\x110000\\"', "out of range"), ("'\\xD800\\'", "out of range")])
 def test_parlog_bad_escapes_are_syntax_errors(tmp_path, literal, words):
     assert_error(run(tmp_path, "a.par", f"main <- X = {literal}, write(X), nl.\n"), "1:13", words)
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_a_case_of_thousands_of_arms_runs(tmp_path, opt):
+    """pam/ml/codegen.py dispatches many constant arms through a table (an elif chain of 20,000
+    nested too deeply for Python's compiler: 'out of memory')."""
+    arms = " | ".join(f"{i} => {i}" for i in range(20000))
+    text = f"fun f x = case x of {arms} | _ => ~1;\n" \
+           'val _ = print (Int.toString (f 777 + f 19999 + f 0 + f 20000) ^ "\\n");\n'
+    r = run(tmp_path, "a.sml", text, "run", opt)
+    assert (r.returncode, r.stdout) == (0, f"{777 + 19999 - 1}\n"), r.stderr
+
+
+def test_many_constructors_and_strings_switch_as_poly_ml_does(tmp_path):
+    n = 300
+    text = ("datatype t = " + " | ".join(f"C{i}" for i in range(n)) + ";\n"
+            "fun f x = case x of " + " | ".join(f"C{i} => {i}" for i in range(n)) + ";\n"
+            "fun g s = case s of " + " | ".join(f'"s{i}" => {i}' for i in range(n)) + " | _ => ~1;\n"
+            'val _ = print (Int.toString (f C0 + f C150 + f C299 + g "s7" + g "s299" + g "zz") ^ "\\n");\n')
+    r = run(tmp_path, "a.sml", text)
+    assert (r.returncode, r.stdout) == (0, "754\n"), r.stderr

@@ -38,6 +38,7 @@ LONG = 400  # characters of one generated expression before it is split into sta
 # deeper than these goes into a helper function of its own (`FunctionCompiler.helper`).
 MAX_DEPTH = 40
 MAX_BLOCKS = 8
+MANY_CASES = 64  # a switch of more constant cases goes through a table (table_switch)
 
 # Inline templates of primitives of two arguments, by op; `{t}` is a fresh temporary.
 _CHECKED = "({t} if -4611686018427387904 <= ({t} := {a} {o} {b}) <= 4611686018427387903 else ovf())"
@@ -392,6 +393,9 @@ class FunctionCompiler:
             cases = [(i, body) for i, (_, body) in enumerate(cases)]
         else:
             tests = {k: f"{subject} == {self.const(k) if isinstance(k, str) else repr(k)}" for k, _ in cases}
+        if len(cases) > MANY_CASES and e.test != "exn":
+            self.table_switch(tag if e.test == "con" else subject, cases, e.default, branch)
+            return
         for i, (k, body) in enumerate(cases):
             last = i == len(cases) - 1 and e.default is None
             if last and i > 0:
@@ -407,6 +411,37 @@ class FunctionCompiler:
                 self.block(lambda: branch(e.default))
             else:
                 branch(e.default)
+
+    def table_switch(self, key: str, cases: list, default, branch) -> None:
+        """A switch of many constant cases: a table (a constant of the module) gives the case's
+        number, then tests on the number halve the range, so the code nests as the logarithm of
+        the cases (an if/elif chain of thousands nests too deeply for Python's compiler)."""
+        out = self.out
+        table = self.const({k: i for i, (k, _) in enumerate(cases)})
+        number = out.temp()
+        # without a default the last case takes what the table lacks, as the chain's `else` does
+        out.emit(f"{number} = {table}.get({key}, {-1 if default is not None else len(cases) - 1})")
+
+        def part(lo: int, hi: int) -> None:  # the cases numbered lo..hi-1
+            if hi - lo <= 8:
+                for i in range(lo, hi):
+                    out.emit("else:" if i == hi - 1 and i > lo else "if True:" if i == hi - 1
+                             else f"{'if' if i == lo else 'elif'} {number} == {i}:")
+                    self.block(lambda body=cases[i][1]: branch(body))
+                return
+            mid = (lo + hi) // 2
+            out.emit(f"if {number} < {mid}:")
+            self.block(lambda: part(lo, mid))
+            out.emit("else:")
+            self.block(lambda: part(mid, hi))
+
+        if default is not None:
+            out.emit(f"if {number} < 0:")
+            self.block(lambda: branch(default))
+            out.emit("else:")
+            self.block(lambda: part(0, len(cases)))
+        else:
+            part(0, len(cases))
 
     # ---- expressions ----------------------------------------------------------------------------
     def exprs(self, items, atomic: bool = False) -> list[str]:
