@@ -61,11 +61,41 @@ def unify(a, b, bind) -> bool:
     return _unify_rest(stack, bind)
 
 
+class _PairWatch:
+    """The cycle watch of a walk over pairs of terms past its plain loop (unify, match_eq)."""
+
+    __slots__ = ("budget", "checked", "met")
+
+    def __init__(self):
+        self.budget = 1  # compound pairs until the rest is checked for cycles
+        self.checked = False
+        self.met = None  # the pairs of compound terms met, once the rest is cyclic
+
+    def met_before(self, x, y, stack: list) -> bool:
+        """Whether the pair (x, y) was met already (only remembered once needed)."""
+        met = self.met
+        if met is None:
+            self.budget -= 1
+            if self.budget > 0:
+                return False
+            # Checked once: a rest that is cyclic, or that outlasts twice its size (parts
+            # shared, or made cyclic by bindings since), is walked remembering pairs.
+            self.budget = None if self.checked else walk_budget(stack + [x, y])
+            self.checked = True
+            if self.budget is not None:
+                return False
+            met = self.met = set()
+        key = id(x) << 64 | id(y)
+        if key in met:
+            return True
+        met.add(key)
+        return False
+
+
 def _unify_rest(stack: list, bind) -> bool:
     """`unify` past its plain loop: the same, with the cycle watch."""
     pop = stack.pop
-    budget, checked = 1, False  # compound pairs until the rest is checked for cycles
-    met = None  # the pairs of compound terms met, once the rest is cyclic
+    watch = _PairWatch()
     while stack:
         y = pop()
         x = pop()
@@ -95,20 +125,8 @@ def _unify_rest(stack: list, bind) -> bool:
             if x != y:
                 return False
             continue
-        if met is None:
-            budget -= 1
-            if budget <= 0:
-                # Checked once: a rest that is cyclic, or that outlasts twice its size (parts
-                # shared, or made cyclic by bindings since), is walked remembering pairs.
-                budget = None if checked else walk_budget(stack + [x, y])
-                checked = True
-                if budget is None:
-                    met = set()
-        if met is not None:
-            key = id(x) << 64 | id(y)
-            if key in met:
-                continue
-            met.add(key)
+        if watch.met_before(x, y, stack):
+            continue
         if tx is Cons:
             stack.extend((x.tail, y.tail, x.head, y.head))
         else:
@@ -168,7 +186,7 @@ def match_eq(a, b):
 def _match_rest(stack: list, waits: list):
     """`match_eq` past its plain loop: the same, with the cycle watch."""
     pop = stack.pop
-    budget, checked, met = 1, False, None
+    watch = _PairWatch()
     while stack:
         y = pop()
         x = pop()
@@ -195,20 +213,8 @@ def _match_rest(stack: list, waits: list):
             if x != y:
                 return False
             continue
-        if met is None:
-            budget -= 1
-            if budget <= 0:
-                # Checked once: a rest that is cyclic, or that outlasts twice its size (parts
-                # shared, or made cyclic by bindings since), is walked remembering pairs.
-                budget = None if checked else walk_budget(stack + [x, y])
-                checked = True
-                if budget is None:
-                    met = set()
-        if met is not None:
-            key = id(x) << 64 | id(y)
-            if key in met:
-                continue
-            met.add(key)
+        if watch.met_before(x, y, stack):
+            continue
         if tx is Cons:
             stack.extend((x.tail, y.tail, x.head, y.head))
         else:
