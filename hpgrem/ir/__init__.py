@@ -10,7 +10,7 @@ from hpgrem.ir.core import (IN, MODULE_FACTS, NL, NO_SPAN, NODE_KINDS, OUT, Dial
 from hpgrem.ir.ml import (INT_MAX, INT_MIN, Apply, BasisException, CallKnown, ConRep, Construct, Expr, Function,
                           Global, Handle, If, Let, Lit, Local, MakeClosure, NewException, Packet, Par, Part,
                           PartStep, Prim, Raise, Sequence, SetGlobal, Switch, SwitchTest, Tuple, While,
-                          substitute_locals)
+                          rename_locals, substitute_locals)
 from hpgrem.ir.parlog import (CONS, NIL, Atom, Body, Call, Clause, Conj, ConjOp, Float, Int, Relation, Struct,
                               Term, Var, calls_in, make_list, quote_atom, relation_key, renumber,
                               substitute_vars, term_vars)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hpgrem.ir.core import IN, NL, NO_SPAN, OUT, Node, Rule, Span, inline, node, transform, walk
 from hpgrem.primitives import ML_BASIS_EXCEPTIONS
@@ -378,6 +378,20 @@ def substitute_locals(expr: Node, mapping: dict[str, Expr]) -> Node:
     names are unique within a function, so nothing can be captured."""
     return transform(expr, lambda n: mapping.get(n.name, n) if isinstance(n, Local) else n)
 
+
+def rename_locals(expr: Node, names: set[str], suffix: str) -> Node:
+    """`expr` with the locals in `names` (their binders and uses) renamed with `suffix`: a copy
+    of code placed beside the original keeps local names unique within the function."""
+    if not names:
+        return expr
+
+    def rename(n):
+        if isinstance(n, Local) and n.name in names:
+            return Local(n.name + suffix, n.span)
+        if isinstance(n, (Let, Handle)) and n.name in names:
+            return replace(n, name=n.name + suffix)
+        return n
+    return transform(expr, rename)
 
 @node("ml")
 @dataclass(frozen=True, slots=True)

@@ -65,14 +65,7 @@ class MLInline:
         fresh[0] += 1
         suffix = f".i{fresh[0]}"
         bound = set(fn.params) | {x.name for x in walk(fn.body) if isinstance(x, (ir.Let, ir.Handle))}
-
-        def rename(n):
-            if isinstance(n, ir.Local) and n.name in bound:
-                return ir.Local(n.name + suffix, n.span)
-            if isinstance(n, (ir.Let, ir.Handle)) and n.name in bound:
-                return replace(n, name=n.name + suffix)
-            return n
-        out = transform(fn.body, rename)
+        out = ir.rename_locals(fn.body, bound, suffix)
         for p, a in reversed(list(zip(fn.params, call.args))):
             out = ir.Let(p + suffix, a, out, call.span)
         self.inlined += 1

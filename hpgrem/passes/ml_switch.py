@@ -185,17 +185,7 @@ def _leaves(tree, arms: dict) -> list[int] | None:
 
 
 def _renamed(e, suffix: str):
-    bound = {x.name for x in walk(e) if isinstance(x, (ir.Let, ir.Handle))}
-    if not bound:
-        return e
-
-    def rename(n):
-        if isinstance(n, ir.Local) and n.name in bound:
-            return ir.Local(n.name + suffix, n.span)
-        if isinstance(n, (ir.Let, ir.Handle)) and n.name in bound:
-            return replace(n, name=n.name + suffix)
-        return n
-    return ir.transform(e, rename)
+    return ir.rename_locals(e, {x.name for x in walk(e) if isinstance(x, (ir.Let, ir.Handle))}, suffix)
 
 
 def _size(e) -> int:
