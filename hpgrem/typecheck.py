@@ -134,8 +134,8 @@ def _bind(v: T, t: T, stack: list) -> None:
     v.link = t
 
 
-def _lower(t: T, level: int) -> None:
-    """No variable of `t` is generalized beyond `level` (it is now reachable from there)."""
+def _variables(t: T):
+    """The type variables reachable from `t`, each once (through their constraints too)."""
     seen, stack = set(), [t]
     while stack:
         x = find(stack.pop())
@@ -143,26 +143,23 @@ def _lower(t: T, level: int) -> None:
             continue
         seen.add(id(x))
         if x.head is None:
-            if x.level > level:
-                x.level = level
+            yield x
             stack.extend(x.constrained())
         else:
             stack.extend(x.args)
+
+
+def _lower(t: T, level: int) -> None:
+    """No variable of `t` is generalized beyond `level` (it is now reachable from there)."""
+    for x in _variables(t):
+        if x.level > level:
+            x.level = level
 
 
 def generalize(t: T, level: int) -> None:
-    seen, stack = set(), [t]
-    while stack:
-        x = find(stack.pop())
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
-        if x.head is None:
-            if level < x.level < GENERIC:
-                x.level = GENERIC
-            stack.extend(x.constrained())
-        else:
-            stack.extend(x.args)
+    for x in _variables(t):
+        if level < x.level < GENERIC:
+            x.level = GENERIC
 
 
 def instantiate(t: T, level: int) -> T:
