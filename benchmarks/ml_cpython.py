@@ -28,7 +28,7 @@ def python_function(name: str):
 
 
 def ratios(name: str, rounds: int) -> dict[str, float]:
-    from hpgrem.pipeline import Options, compile_file
+    from hpgrem.driver.pipeline import Options, compile_file
     from pam.machine import Machine
 
     modules = {opt: compile_file(str(HERE / "ml" / f"{name}.sml"), Options(opt=opt)).complete() for opt in LEVELS}

@@ -102,13 +102,13 @@ class Row:
 
 
 def _module(path: Path, passes: tuple[str, ...]):
-    from hpgrem.pipeline import Options, compile_file
+    from hpgrem.driver.pipeline import Options, compile_file
     return compile_file(str(path), Options(passes=passes)).complete()
 
 
 def _machine(module, counting: bool = False, **options):
     from pam.machine import Machine
-    from pam.rules import ParlogRuntime
+    from pam.parlog.rules import ParlogRuntime
     runtime = ParlogRuntime(module, counting) if module.language == "parlog" else None
     return Machine(module, stream=io.StringIO(), runtime=runtime, **options)
 

@@ -36,7 +36,7 @@ class Row:
 
 def _module(path: Path):
     """The program's module, compiled as `hpgrem run` compiles it (-O1)."""
-    from hpgrem.pipeline import compile_file
+    from hpgrem.driver.pipeline import compile_file
     return compile_file(str(path)).complete()
 
 
@@ -179,7 +179,7 @@ def _mpi2_time(mpiexec: str, path: Path) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         stats = Path(tmp) / "stats.json"
         for _ in range(REPEATS):
-            r = subprocess.run([mpiexec, "-n", "2", sys.executable, "-m", "hpgrem.cli", "run", str(path),
+            r = subprocess.run([mpiexec, "-n", "2", sys.executable, "-m", "hpgrem.driver.cli", "run", str(path),
                                 "--stats-json", str(stats)], capture_output=True, text=True, timeout=600)
             if r.returncode != 0:
                 raise RuntimeError(f"mpiexec run failed: {r.stderr.strip()}")

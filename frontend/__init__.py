@@ -2,7 +2,7 @@
 
 Every front end is a package with one entry, `compile_program(text, file, goal=None) ->
 Compiled`, found by the program file's extension in `FRONT_ENDS` and imported only when a
-program needs it (hpgrem/pipeline.py is the one caller that chooses).
+program needs it (hpgrem/driver/pipeline.py is the one caller that chooses).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The PARLOG primitives every layer agrees on: names, arities and where they may appear.
 
-The front end checks calls against this table; `pam.primitives` implements each entry.
+The front end checks calls against this table; `pam.parlog.primitives` implements each entry.
 """
 
 # Tests suspend until decidable; they may appear in guards and in bodies.

@@ -1,4 +1,4 @@
-"""Lines of generated Python: what both rule compilers (PARLOG's pam/rules.py, ML's
+"""Lines of generated Python: what both rule compilers (PARLOG's pam/parlog/rules.py, ML's
 pam/ml/codegen.py) write their step functions through."""
 
 from __future__ import annotations

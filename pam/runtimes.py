@@ -14,7 +14,7 @@ from typing import Protocol
 
 # language -> "module:Class"; the class is made with the module it runs.
 RUNTIMES: dict[str, str] = {
-    "parlog": "pam.rules:ParlogRuntime",
+    "parlog": "pam.parlog.rules:ParlogRuntime",
     "ml": "pam.ml.loader:MLRuntime",
 }
 

@@ -7,7 +7,7 @@ variable; `deref` follows such chains.
 
 Terms may be cyclic: unification has no occurs check (as in PARLOG systems and SWI-Prolog), so
 `X = f(X)` makes a rational tree. Every walk over terms must end on one. The walks here and in
-pam.unify, pam.write, pam.arith and pam.pack run as plain loops on the common, acyclic path and
+pam.unify, pam.parlog.write, pam.parlog.arith and pam.pack run as plain loops on the common, acyclic path and
 only after CHECK_AFTER compound terms check what they have left for cycles (`measure`, which
 costs no memory along lists); only on a cyclic term do they then remember the terms they meet.
 Small terms never pay for it, large acyclic ones pay a walk of the same size.

@@ -17,8 +17,8 @@ needs_swipl = pytest.mark.skipif(SWIPL is None, reason="SWI-Prolog is not instal
 
 
 def hpgrem(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run the command line exactly as a user would (`python -m hpgrem.cli` is the console script)."""
-    return subprocess.run([sys.executable, "-m", "hpgrem.cli", *args], capture_output=True, text=True,
+    """Run the command line exactly as a user would (`python -m hpgrem.driver.cli` is the console script)."""
+    return subprocess.run([sys.executable, "-m", "hpgrem.driver.cli", *args], capture_output=True, text=True,
                           cwd=cwd or ROOT, timeout=timeout)
 
 
@@ -35,9 +35,9 @@ def run_program(text: str, goal: str | None = None, file: str = "test.par", opt:
 
 def compile_source(text: str, file: str, **options):
     """The verified module of source text (the language by `file`'s extension), compiled by the
-    pipeline of the command line with `options` (hpgrem.pipeline.Options); CompileError if any
+    pipeline of the command line with `options` (hpgrem.driver.pipeline.Options); CompileError if any
     part of it does not compile."""
-    from hpgrem.pipeline import Options, compile_text
+    from hpgrem.driver.pipeline import Options, compile_text
     return compile_text(text, file, Options(**options)).complete()
 
 

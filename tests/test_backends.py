@@ -33,7 +33,7 @@ def test_other_topologies_sizes_and_seeds(path, topology, pes, seed):
 @pytest.mark.parametrize("ranks", [2, 4])
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)
 def test_mpi_ranks(path, ranks):
-    r = subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, "-m", "hpgrem.cli", "run", str(path)],
+    r = subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, "-m", "hpgrem.driver.cli", "run", str(path)],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout == expected_output(path)
@@ -81,7 +81,7 @@ def test_ml_on_many_simulated_pes(path, topology, pes, seed):
 @pytest.mark.parametrize("name", ML_FOR_MPI)
 def test_ml_mpi_ranks(name):
     path = ML_EXAMPLES / f"{name}.sml"
-    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.cli", "run", str(path)],
+    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.driver.cli", "run", str(path)],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     err = path.with_suffix(".err")
     status = int(err.read_text().splitlines()[0].split(":")[1]) if err.exists() else 0

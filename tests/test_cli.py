@@ -86,7 +86,7 @@ def test_a_reader_that_goes_away_is_not_success(tmp_path):
     prog.write_text("mode count(?).\n"
                     "count(N) <- N > 0 : write(N), nl, N1 is N - 1, count(N1).\n"
                     "count(0).\nmain <- count(200000).\n")
-    p = subprocess.Popen([sys.executable, "-m", "hpgrem.cli", "run", str(prog)],
+    p = subprocess.Popen([sys.executable, "-m", "hpgrem.driver.cli", "run", str(prog)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdout.readline() == b"200000\n"
     p.stdout.close()

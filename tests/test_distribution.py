@@ -24,7 +24,7 @@ MPIEXEC = shutil.which("mpiexec")
 
 
 def mpirun(ranks: int, path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, "-m", "hpgrem.cli", "run", str(path), *args],
+    return subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, "-m", "hpgrem.driver.cli", "run", str(path), *args],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
 
 

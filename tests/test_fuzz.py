@@ -5,7 +5,7 @@ nesting, huge literals, odd Unicode, control characters, spans of other programs
 `.hpg` files (values replaced by values of other types or by other values of the same type,
 subtrees swapped or copied into themselves, keys deleted or added, numbers made huge, negative,
 fractional or NaN, strings changed, the text truncated). Each mutant goes through the real
-command line, in-process (`hpgrem.cli.main`): `check` for a source mutant, then `run` with
+command line, in-process (`hpgrem.driver.cli.main`): `check` for a source mutant, then `run` with
 small limits for some of them; `run` (and sometimes `ir`) for a `.hpg` mutant. The assertion:
 no exit 70 (internal error), no Python traceback on stdout or stderr, an exit status of the
 contract (spec/cli.md), and every run ends within its limits (a watchdog stops one that does not).
@@ -37,9 +37,9 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from hpgrem.cli import main
+from hpgrem.driver.cli import main
 
-sys.setrecursionlimit(max(sys.getrecursionlimit(), 12000))  # as hpgrem.cli.main sets it
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 12000))  # as hpgrem.driver.cli.main sets it
 LONG = os.environ.get("HPGREM_FUZZ_LONG", "") not in ("", "0")
 
 
@@ -578,7 +578,7 @@ def test_in_process_runs_match_the_command(ext, compiled, tmp_path):
             path.write_text(apply_text_mutations((ROOT / program).read_text(), ext, mutations))
         args = ["run", str(path), *RUN_LIMITS]
         status, stdout, stderr, _ = run_cli(args)
-        r = subprocess.run([sys.executable, "-m", "hpgrem.cli", *args], capture_output=True, cwd=ROOT,
+        r = subprocess.run([sys.executable, "-m", "hpgrem.driver.cli", *args], capture_output=True, cwd=ROOT,
                            timeout=WATCHDOG_S)
         assert (status, stdout, stderr) == (r.returncode, r.stdout.decode("utf-8", "backslashreplace"),
                                             r.stderr.decode()), mutations
@@ -686,7 +686,7 @@ def test_a_parlog_graph_that_contradicts_the_machine_is_refused(tmp_path, edit, 
 def test_every_example_passes_the_loaders_type_check():
     """No false refusal: every ML example and benchmark, compiled (at -O1 and, for a few, at
     -O0 and -O2) and read back from its .hpg text, has types."""
-    from hpgrem.pipeline import Options, compile_file
+    from hpgrem.driver.pipeline import Options, compile_file
     from hpgrem.serialize import dumps, loads
     from hpgrem.typecheck import type_problem
     for program in ML_PROGRAMS:
@@ -700,7 +700,7 @@ def test_every_example_passes_the_loaders_type_check():
 def test_generated_ml_programs_pass_the_loaders_type_check(seed):
     from ml_gen import generate
 
-    from hpgrem.pipeline import Options, compile_text
+    from hpgrem.driver.pipeline import Options, compile_text
     from hpgrem.serialize import dumps, loads
     from hpgrem.typecheck import type_problem
     text = generate(seed)

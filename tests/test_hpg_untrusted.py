@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from hpgrem.cli import main
+from hpgrem.driver.cli import main
 from tests.conftest import ROOT
 
 PAYLOAD = "__import__('builtins').__setattr__('hpgrem_pwned', 1) or X_Div"

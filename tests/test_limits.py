@@ -129,8 +129,8 @@ def test_output_files_follow_the_umask(tmp_path):
     for mask, mode in ((0o022, 0o644), (0o077, 0o600), (0o002, 0o664)):
         out, stats = tmp_path / f"p{mask}.hpg", tmp_path / f"s{mask}.json"
         env_umask = f"umask {mask:03o} && "
-        for cmd in ([sys.executable, "-m", "hpgrem.cli", "compile", source, "-o", str(out)],
-                    [sys.executable, "-m", "hpgrem.cli", "run", source, "--stats-json", str(stats)]):
+        for cmd in ([sys.executable, "-m", "hpgrem.driver.cli", "compile", source, "-o", str(out)],
+                    [sys.executable, "-m", "hpgrem.driver.cli", "run", source, "--stats-json", str(stats)]):
             r = subprocess.run(["sh", "-c", env_umask + " ".join(f"'{c}'" for c in cmd)],
                                capture_output=True, text=True, cwd=ROOT, timeout=60)
             assert r.returncode == 0, r.stderr
@@ -166,7 +166,7 @@ def test_help_lists_benchmarks_passes_levels_and_marks_what_is_not_there():
 
 # -- under MPI ------------------------------------------------------------------------------
 def _mpi(ranks: int, path: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([MPIEXEC, "-n", str(ranks), sys.executable, "-m", "hpgrem.cli", "run",
+    return subprocess.Popen([MPIEXEC, "-n", str(ranks), sys.executable, "-m", "hpgrem.driver.cli", "run",
                              str(path), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT, start_new_session=True)
 

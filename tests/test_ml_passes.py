@@ -226,7 +226,7 @@ MPIEXEC = shutil.which("mpiexec")
 @pytest.mark.parametrize("name", ["par_fib", "par_mergesort", "par_tree", "exceptions", "mutual"])
 def test_examples_under_mpi_at_O2(name):
     path = ROOT / "examples" / "ml" / f"{name}.sml"
-    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.cli", "run", "-O2", str(path)],
+    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.driver.cli", "run", "-O2", str(path)],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     err = path.with_suffix(".err")
     status = int(err.read_text().splitlines()[0].split(":")[1]) if err.exists() else 0

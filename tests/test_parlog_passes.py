@@ -19,7 +19,7 @@ from test_properties import RELS
 from test_properties import programs as random_programs
 from pam.errors import LimitExceeded, MachineStop
 from pam.machine import Machine
-from pam.rules import ParlogRuntime, RuleCompiler
+from pam.parlog.rules import ParlogRuntime, RuleCompiler
 
 PARLOG_PASSES = ("order-nodes", "index-rules", "tail-loop", "dest-passing", "lift", "schedule")
 SELECTIONS = [(), *[(p,) for p in PARLOG_PASSES], ("tail-loop", "dest-passing"), ("order-nodes", "schedule"),
@@ -74,7 +74,7 @@ def test_benchmarks_same_output_and_reductions(name):
 @pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not installed")
 @pytest.mark.parametrize("path", [p for p in PROGRAMS if p.stem != "queens10"], ids=lambda p: p.stem)
 def test_two_mpi_ranks_at_O2(path):
-    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.cli", "run", "-O2", str(path)],
+    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.driver.cli", "run", "-O2", str(path)],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout == expected_output(path)
@@ -203,7 +203,7 @@ def test_count_option_puts_the_counters_in_stats_json(tmp_path):
     counted = {}
     for level in ("-O0", "-O2"):
         out = tmp_path / f"s{level}.json"
-        r = subprocess.run([sys.executable, "-m", "hpgrem.cli", "run", level, "--count", "--stats-json", str(out),
+        r = subprocess.run([sys.executable, "-m", "hpgrem.driver.cli", "run", level, "--count", "--stats-json", str(out),
                             str(prog)], capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert r.returncode == 0 and r.stdout == "95\n", r.stderr
         stats = json.loads(out.read_text())

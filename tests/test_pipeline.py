@@ -1,4 +1,4 @@
-"""The one pipeline (hpgrem/pipeline.py): the command line, `hpgrem bench` and the tests compile
+"""The one pipeline (hpgrem/driver/pipeline.py): the command line, `hpgrem bench` and the tests compile
 alike; pass selection on the command line; every example gives its recorded output at every
 optimization level."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from conftest import EXAMPLES, ROOT, expected_output, hpgrem, run_program
 from frontend.diagnostics import CompileError
-from hpgrem.pipeline import Options, UsageError, compile_file, compile_text
+from hpgrem.driver.pipeline import Options, UsageError, compile_file, compile_text
 from hpgrem.serialize import dumps
 
 NREV = str(EXAMPLES / "nrev.par")

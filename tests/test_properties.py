@@ -13,10 +13,10 @@ from frontend.parlog import compile_program
 from frontend.parlog.parser import parse_goal
 from hpgrem import ir
 from frontend.parlog.unparse import program_text
-from pam.rules import to_runtime
+from pam.parlog.rules import to_runtime
 from pam.terms import Cons, Struct, Var, deref, from_list, mkatom
 from pam.unify import match_eq, unify
-from pam.write import write_term
+from pam.parlog.write import write_term
 
 # -- term generators --------------------------------------------------------------------------------
 NAMES = st.sampled_from(["a", "b", "foo", "f", "g", "[]", "hello world", "x_1", "+", "-", "*", "=",

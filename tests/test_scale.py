@@ -17,7 +17,7 @@ main <- gen(1, {n}, Xs), sum(Xs, S), write(S), nl.
 
 PEAK = """
 import io, resource, sys
-from hpgrem.pipeline import Options, compile_text
+from hpgrem.driver.pipeline import Options, compile_text
 from pam.machine import Machine
 out = io.StringIO()
 Machine(compile_text(sys.stdin.read(), "s.par", Options(opt=0)).complete(), stream=out).run()

@@ -250,7 +250,7 @@ def test_a_string_gap_error_points_at_its_line(tmp_path):
 def test_ml_prints_chars_over_127_as_single_bytes(tmp_path):
     path = tmp_path / "a.sml"
     path.write_text('val _ = print "\\200\\255\\u00E9";\n')
-    r = subprocess.run([sys.executable, "-m", "hpgrem.cli", "run", str(path)], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "hpgrem.driver.cli", "run", str(path)], capture_output=True,
                        cwd=ROOT, timeout=120)
     assert (r.returncode, r.stdout) == (0, b"\xc8\xff\xe9")
 

@@ -14,10 +14,10 @@ import pytest
 from conftest import SWIPL, hpgrem, needs_swipl, run_program
 from pam.errors import ProgramFailure
 from pam.pack import GlobalRef, pack, unpack
-from pam.primitives import int_of_digits, parse_number
+from pam.parlog.primitives import int_of_digits, parse_number
 from pam.terms import CHECK_AFTER, Cons, Struct, Var, from_list, is_acyclic, measure, to_list
 from pam.unify import match_eq, unify
-from pam.write import int_text, write_term
+from pam.parlog.write import int_text, write_term
 
 MPIEXEC = shutil.which("mpiexec")
 needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not installed")
@@ -28,7 +28,7 @@ def run_file(tmp_path, text: str, *options: str, mpi: int = 0) -> subprocess.Com
     path = tmp_path / "t.par"
     path.write_text(text)
     if mpi:
-        return subprocess.run([MPIEXEC, "-n", str(mpi), sys.executable, "-m", "hpgrem.cli", "run", str(path),
+        return subprocess.run([MPIEXEC, "-n", str(mpi), sys.executable, "-m", "hpgrem.driver.cli", "run", str(path),
                                *options], capture_output=True, text=True, timeout=TIMEOUT)
     return hpgrem("run", str(path), *options, timeout=TIMEOUT)
 

@@ -53,7 +53,7 @@ LEVELS: dict[int, tuple[str, ...]] = {
 }
 
 MACHINE_ANALYSES: tuple[str, ...] = ("granularity", "ml-kinds")
-"""What the machine reads (pam/rules.py, pam/ml/codegen.py): it runs no analysis of its own."""
+"""What the machine reads (pam/parlog/rules.py, pam/ml/codegen.py): it runs no analysis of its own."""
 
 
 class Pass(Protocol):

@@ -6,7 +6,7 @@ of that argument runs once for all clauses of a search group. A variable there s
 the clauses that need structure; `;` groups keep their order (spec/parlog.md, "Clause search").
 It also records `share`: clauses next to each other in a group whose input patterns are the same
 match once, and a pair whose one-test guards are complements (`X mod P =:= 0` / `=\\= 0`) tests
-once (pam/rules.py reads both).
+once (pam/parlog/rules.py reads both).
 """
 
 from __future__ import annotations

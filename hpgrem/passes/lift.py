@@ -5,7 +5,7 @@ The `granularity` analysis marks a relation `exportable` when its recursive grou
 input that every self call decreases by a constant (`N1 is N - 1, ..., p(N1, ...)`): the work
 of a call then grows as base^N, base being the root of sum(x^-d) = 1 over the decrements d of
 the fanning clause (fib: 1 and 2, the golden ratio). It records `lift` = (position, base): at
-run time a goal of the relation is lifted into a task worth exporting (pam/goal.py) only when
+run time a goal of the relation is lifted into a task worth exporting (pam/parlog/goal.py) only when
 cost * base^N reaches a threshold made from the link's cost (a message costs as much as that
 much work); below it the goal stays on its PE and runs there, with no message. A relation
 whose size cannot be found keeps the plain rule (every goal of it may be exported).

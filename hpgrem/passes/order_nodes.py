@@ -10,7 +10,7 @@ more often instead of suspending.
 
 It records `arith_tasks` for every relation: `X is E` whose operands wait for goals of the
 same body becomes a task of its own, in its place in that order, with a step made for its
-expression (pam/rules.py), instead of the generic evaluator suspending at commit (once per
+expression (pam/parlog/rules.py), instead of the generic evaluator suspending at commit (once per
 operand).
 """
 

@@ -7,13 +7,13 @@ reach (through every relation they may call) no primitive with an effect beyond 
 (write/1, nl/0, call/1, halt/0, ...) and no placement, so running one of their goals earlier
 than the queue would can change neither the output's order nor where a goal runs.
 
-The rule compiler (pam/clause_code.py) decides per call site, in a flat `,` body of a relation
+The rule compiler (pam/parlog/clause_code.py) decides per call site, in a flat `,` body of a relation
 that does not loop (never across `&` or `;`): a goal of the body other than the one the task
 continues with runs directly, in order, when its callee is marked and no other goal of the
 body produces (by the modes) any of its inputs, so at commit they are bound as far as this
 body is concerned. It runs while the PE's time slice lasts (the step limit and the slices
 stay exact) and, where the callee is exportable, only on one PE or where the lift threshold
-says it is not worth a message (pam/goal.py). A goal that suspends is parked, one that
+says it is not worth a message (pam/parlog/goal.py). A goal that suspends is parked, one that
 continues goes to the queue, as it would have done from the queue.
 """
 
@@ -27,7 +27,7 @@ from hpgrem.passes import annotated
 
 def pure_relations(module: Module) -> set[str]:
     """The relations that reach no effectful primitive and no placement (a fixpoint)."""
-    from pam import primitives  # the machine's list of primitives run at commit
+    from pam.parlog import primitives  # the machine's list of primitives run at commit
 
     calls = {}
     impure: set[str] = set()

@@ -44,7 +44,7 @@ class Annotations:
             notes = module.annotations.get(key)
             if notes is None or "kind" not in notes:
                 raise ValueError(f"function {key} has no ml-kinds annotations: compile the module with "
-                                 "hpgrem.pipeline (the machine runs no analysis of its own)")
+                                 "hpgrem.driver.pipeline (the machine runs no analysis of its own)")
             info = self.info[key] = FunctionInfo(key, f"f{i}", fn)
             info.gen = notes["kind"] != "plain"
             info.direct = notes["kind"] == "direct"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pam.task import Task
 from pam.terms import Struct, Var, deref
-from pam.write import write_term
+from pam.parlog.write import write_term
 
 
 class Goal(Task):

@@ -10,16 +10,16 @@ from __future__ import annotations
 import math
 import re
 
-from pam.arith import MAX_INT_BITS, ArithError, compare, evaluate
+from pam.parlog.arith import MAX_INT_BITS, ArithError, compare, evaluate
 from pam.costs import DEFAULT
 from pam.errors import Halt, ProgramFailure
-from pam.goal import Goal
+from pam.parlog.goal import Goal
 from pam.step import declare
 from pam.task import Seq
 from pam.terms import (NIL, Cons, GroundCheck, Struct, Var, args_of, deref, from_list, functor_of,
                        make_struct, mkatom, to_list)
 from pam.unify import match_eq
-from pam.write import write_term
+from pam.parlog.write import write_term
 
 # Primitives run at commit rather than as tasks: they have no effect but bindings.
 INLINE = frozenset({

@@ -6,7 +6,7 @@ not have yet), the flat guard, then commit: output unification, inline primitive
 goals as tasks. The first body goal continues in the same task object (no allocation, no trip
 through the queue), which is what makes deep recursion and long streams cheap. The shapes the
 passes asked for (docs/passes.md: a switch, a loop, lists built in place, arithmetic tasks)
-are pam/relation_code.py's and pam/clause_code.py's.
+are pam/parlog/relation_code.py's and pam/parlog/clause_code.py's.
 
 The generated source is plain Python, one closure per relation, so `hpgrem ir` readers and
 debuggers can look at it (`RuleCompiler.source`); each is declared a step (pam/step.py).
@@ -19,13 +19,13 @@ from __future__ import annotations
 import math
 
 from hpgrem.ir import Atom, Float, Int, Module, Relation, Term
-from pam import primitives
-from pam.clause_code import is_ground, to_runtime
+from pam.parlog import primitives
+from pam.parlog.clause_code import is_ground, to_runtime
 from pam.costs import DEFAULT
 from pam.emit import Emitter
 from pam.errors import ProgramFailure
-from pam.goal import Goal, GoalKind
-from pam.relation_code import RelationCode, Shape
+from pam.parlog.goal import Goal, GoalKind
+from pam.parlog.relation_code import RelationCode, Shape
 from pam.step import declare
 from pam.task import Placed, Seq
 from pam.terms import Cons
@@ -33,7 +33,7 @@ from pam.terms import Struct as RStruct
 from pam.terms import Var as RVar
 from pam.terms import deref, from_list, mkatom
 from pam.unify import match_eq
-from pam.write import write_term
+from pam.parlog.write import write_term
 
 __all__ = ["ParlogRuntime", "RuleCompiler", "is_ground", "load", "to_runtime"]
 
@@ -107,7 +107,7 @@ class RuleCompiler:
         notes = self.module.annotations.get(rel.key)
         if notes is None or "cost" not in notes:
             raise ValueError(f"relation {rel.key} has no granularity annotations: compile the module with "
-                             "hpgrem.pipeline (the machine runs no analysis of its own)")
+                             "hpgrem.driver.pipeline (the machine runs no analysis of its own)")
         shape = Shape(notes, rel)
         e(f"@declare({rel.name!r}, {rel.arity}, {int(notes['cost'])}, key={rel.key!r}, "
           f"exportable={bool(notes['exportable'])}, needs={rel.inputs!r})")
@@ -121,7 +121,7 @@ class RuleCompiler:
         code = RelationCode(self, rel, shape)
         code.emit()
         e.dedent()
-        if shape.lift is not None:  # read by GoalKind.spare (pam/goal.py)
+        if shape.lift is not None:  # read by GoalKind.spare (pam/parlog/goal.py)
             e(f"{self.proc_names[rel.key]}.lift = {shape.lift!r}")
 
 
@@ -201,7 +201,7 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         "INLINE": prims["inline"], "PROCS": prims["procs"], "CONSTS": rc.consts,
         "METER": pe.meter, "ST": pe.stats, "PRIMITIVE_COST": DEFAULT.primitive_step,
         "new_cell": Cons.__new__,
-        # schedule (pam/clause_code.py): a goal run in its caller's step that suspends is parked;
+        # schedule (pam/parlog/clause_code.py): a goal run in its caller's step that suspends is parked;
         # an exportable one runs there only on one PE or below the lift threshold
         "RUN": run_here, "SOLO": pe.net is None,
         "SPARE": GoalKind(getattr(getattr(pe.net.transport, "sim", None), "costs", DEFAULT)).spare

@@ -1,4 +1,4 @@
-"""The code of one PARLOG clause inside its relation's step function (pam/rules.py):
+"""The code of one PARLOG clause inside its relation's step function (pam/parlog/rules.py):
 one-way matching of the head's inputs, the flat guard, and the commit (outputs, inline
 primitives, body goals as tasks; a self call going round the relation's loop; a list cell built
 in place; a pending `is` as a task with a step of its own)."""
@@ -8,14 +8,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hpgrem.ir import Atom, Call, Clause, Float, Int, Struct, Term, Var, calls_in
-from pam import primitives
-from pam.arith import MAX_INT_BITS
+from pam.parlog import primitives
+from pam.parlog.arith import MAX_INT_BITS
 from pam.terms import Cons
 from pam.terms import Struct as RStruct
 from pam.terms import mkatom
 
 if TYPE_CHECKING:
-    from pam.relation_code import RelationCode
+    from pam.parlog.relation_code import RelationCode
 
 TYPE_TESTS = {
     "atom/1": "type({x}) is not str",
@@ -322,7 +322,7 @@ class ClauseCode:
                     return None
                 if t.name == "mod":  # Python's % is SWI's mod, but for a zero divisor
                     nonzero.append(f"{b} != 0")
-                elif t.name == "*":  # a product too large is the evaluator's error (pam.arith)
+                elif t.name == "*":  # a product too large is the evaluator's error (pam.parlog.arith)
                     nonzero.append(f"({a}).bit_length() + ({b}).bit_length() <= {MAX_INT_BITS}")
                 return INT_BINARY[t.name].format(a, b)
             if isinstance(t, Struct) and len(t.args) == 1 and t.name in INT_UNARY:
@@ -589,7 +589,7 @@ class ClauseCode:
 
     def run_directly(self, c: Call, args: str) -> None:
         """Run goal `c` now, in this step, and what it continues with, while the time slice
-        lasts (pam/rules.py's RUN); with no slice left, or where the goal is worth exporting,
+        lasts (pam/parlog/rules.py's RUN); with no slice left, or where the goal is worth exporting,
         it goes to the queue as usual."""
         e = self.e
         notes = self.rc.module.annotations.get(c.target) or {}

@@ -1,4 +1,4 @@
-"""The body of one relation's step function (pam/rules.py): its search groups, each a
+"""The body of one relation's step function (pam/parlog/rules.py): its search groups, each a
 decision graph (a switch on one argument, shared matching) or clauses one after another, and,
 for a relation that loops, the whole inside `while True:`. Which shapes a relation gets is
 what the passes recorded (`Shape`)."""
@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hpgrem.ir import Atom, Clause, Float, Int, Relation, Struct, Term, Var
-from pam.clause_code import ClauseCode
+from pam.parlog.clause_code import ClauseCode
 
 if TYPE_CHECKING:
-    from pam.rules import RuleCompiler
+    from pam.parlog.rules import RuleCompiler
 
 
 class Shape:

@@ -16,7 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
-from hpgrem.pipeline import UsageError
+from hpgrem.driver.pipeline import UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_DEADLOCK, EXIT_LIMIT, EXIT_INTERNAL = 0, 1, 2, 3, 4, 70
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
@@ -181,7 +181,7 @@ def load_module(args, pending: list | None = None):
     An ML program runs chunk by chunk: when a later chunk has an error, the module holds the
     chunks before it and, if `pending` is a list, the error is appended to it (to report after
     running them) instead of raised."""
-    from hpgrem.pipeline import Options, compile_file
+    from hpgrem.driver.pipeline import Options, compile_file
     options = Options(goal=args.goal, opt=args.opt, passes=args.passes, disable=tuple(args.disable),
                       after=getattr(args, "after", None))
     compiled = compile_file(args.file, options)
@@ -254,7 +254,7 @@ def _run_machine(args, module, pes: int, comm) -> int:
 
     runtime = None
     if args.count and module.language == "parlog":  # code compiled to count what the passes change
-        from pam.rules import ParlogRuntime
+        from pam.parlog.rules import ParlogRuntime
         runtime = ParlogRuntime(module, counting=True)
     machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed, runtime=runtime,
                       max_steps=args.max_steps, timeout=args.timeout, comm=comm,
@@ -382,7 +382,7 @@ def cmd_compile(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from hpgrem.pipeline import check_file
+    from hpgrem.driver.pipeline import check_file
     compiled = check_file(args.file)
     _report_warnings(compiled)
     compiled.complete()
