@@ -31,7 +31,7 @@ FORKJOIN_SHIM = "structure ForkJoin = struct fun par (f, g) = (f (), g ()) end;\
 
 # The 16-PE variant runs on a handful of examples (it is the slow one): the fork-join programs,
 # the ones whose output order depends on effects being kept in program order, and exceptions.
-SIXTEEN_PE = ["par_fib", "par_tree", "par_mergesort", "queens", "exceptions", "refs_loops", "chunks",
+SIXTEEN_PE = ["par_fib", "par_tree", "par_mergesort", "msort_par", "queens", "exceptions", "refs_loops", "chunks",
               "uncaught"]
 
 

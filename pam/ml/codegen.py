@@ -702,6 +702,15 @@ def _atomic(x: str) -> bool:
     return x.lstrip("-").isdigit()
 
 
+def heap_entry(info: FunctionInfo) -> str:
+    """`f_n`, the twin `f_d`'s stand-in where the countdown `d` is 0 (batched counts): it runs
+    the call on a heap stack. Direct code whose block could not test `d` at its start (inside a
+    `try`, or after a call or an effect) picks it per call, `(f_d if d else f_n)(dd, ...)`, so
+    every direct function needs one, whatever else the passes found of it."""
+    params = ", ".join(f"a{i}" for i in range(len(info.fn.params)))
+    return f"def {info.py}_n(d, {params}):\n    return nested({info.py}({params}))"
+
+
 def generate(module: ir.Module, poll: bool = True) -> tuple[str, Annotations, dict]:
     """The Python source of every function of `module`, its analysis and its constants.
     Without `poll` (a run with no --timeout or --max-steps), batched counts (ml-batch-counts)
@@ -717,11 +726,10 @@ def generate(module: ir.Module, poll: bool = True) -> tuple[str, Annotations, di
             parts.append(FunctionCompiler(analysis, info, constants).source())
             if info.direct:
                 parts.append(FunctionCompiler(analysis, info, constants, "direct").source())
+                if analysis.batch_counts:
+                    parts.append(heap_entry(info))
             if info.bounded is not None:
                 parts.append(FunctionCompiler(analysis, info, constants, "bounded").source())
-                if analysis.batch_counts:  # a call of it where `d` is 0 runs it on a heap stack
-                    params = ", ".join(f"a{i}" for i in range(len(info.fn.params)))
-                    parts.append(f"def {info.py}_n(d, {params}):\n    return nested({info.py}({params}))")
     finally:
         sys.setrecursionlimit(old)
     return "\n\n".join(parts) + "\n", analysis, constants
