@@ -108,9 +108,8 @@ def _module(path: Path, passes: tuple[str, ...]):
 
 def _machine(module, counting: bool = False, **options):
     from pam.machine import Machine
-    from pam.parlog.rules import ParlogRuntime
-    runtime = ParlogRuntime(module, counting) if module.language == "parlog" else None
-    return Machine(module, stream=io.StringIO(), runtime=runtime, **options)
+    from pam.runtimes import runtime_for
+    return Machine(module, stream=io.StringIO(), runtime=runtime_for(module, counting), **options)
 
 
 def counters(module, names: tuple[str, ...]) -> dict[str, float]:
@@ -118,7 +117,7 @@ def counters(module, names: tuple[str, ...]) -> dict[str, float]:
     stats = _machine(module, counting=True).run().stats
     out = {"reductions": stats.reductions}
     for name in names:
-        out[name] = sum(getattr(p, name) for p in stats.per_pe) if name != "reductions" else stats.reductions
+        out[name] = sum(p.count(name) for p in stats.per_pe) if name != "reductions" else stats.reductions
     return out
 
 

@@ -9,15 +9,23 @@ bound. Binding a proxy sends BIND to the owner, which binds its variable and so 
 reader, local or remote. Weighted reference counting (Bevan 1987) lets owners drop exports.
 
 Distribution names no dialect: a runtime registers with each PE's Net the task kinds that may
-travel (`add_kind`, pam.task.TaskKind) and the codecs of its values (`add_codec`, pam.pack.Codec).
+travel (`add_kind`, pam.task.TaskKind), the codecs of its values (`add_codec`, pam.pack.Codec)
+and the message kinds of its own (`add_handler`, sent with `send`). Every message is charged
+its true size: a header and its payload by the packing rule (pam.pack.payload_bytes).
+
+A variable may be made on one PE and owned by another (`new_var`): the maker names it on the
+owner with a number of its own (negative, so never one the owner gives out) and holds all its
+reference weight; the owner makes the variable when the name first reaches it.
 """
 
 from __future__ import annotations
 
 import random
+from copy import deepcopy
+from typing import Callable
 
 from pam.errors import ProgramFailure
-from pam.pack import Codec, GlobalRef, pack, size_bytes, unpack
+from pam.pack import HEADER, WORD, Codec, GlobalRef, pack, payload_bytes, size_bytes, unpack
 from pam.task import AndGroup, Task, TaskKind
 from pam.termination import Safra
 from pam.terms import Struct, Var, deref, subterms
@@ -58,6 +66,9 @@ class RemoteReader:
         self.net.send("VALUE", self.pe, (self.net.pe.number, self.ident, self.net.pack(var)))
 
 
+Handler = Callable[[Message], None]
+
+
 class Net:
     """Distribution state of one PE. `transport.send(message)` delivers (hop by hop) to
     `message.dst`; `now()` is the PE's clock (virtual or wall)."""
@@ -71,6 +82,14 @@ class Net:
         self.kind_names: dict[str, TaskKind] = {}  # by name: how they arrive
         self.codecs: dict[type, Codec] = {}  # by value class: how values are packed
         self.codec_names: dict[str, Codec] = {}  # by name: how they are unpacked
+        self.handlers: dict[str, Handler] = {
+            "SPAWN": self.got_spawn, "VALUE": self.got_value, "FETCH": self.got_fetch,
+            "BIND": self.got_bind, "FINISH": self.got_finish, "FREE": self.got_free,
+            "STEAL": self.got_steal, "NOWORK": self.got_nowork, "TOKEN": self.got_token,
+            "PEEK": self.got_peek, "PEEKED": self.got_peeked}
+        self.own_kinds: set[str] = set()  # message kinds a runtime added (their payloads are copied)
+        self.control = set(CONTROL)  # kinds termination detection does not count
+        self.made = 0  # variables made here for other PEs to own
         self.rng = random.Random(seed * 7919 + pe.number)
         self.now = now
         self.exports: dict[int, list] = {}      # ident -> [var, weight given out]
@@ -95,13 +114,34 @@ class Net:
         self.codecs[codec.value_class] = codec
         self.codec_names[codec.name] = codec
 
+    def add_handler(self, kind: str, handler: Handler, *, control: bool = False) -> None:
+        """Handle messages of a runtime's own `kind` with `handler(message)` on this PE. A
+        message that may give a passive PE work is basic (termination detection counts it);
+        `control` is for one that never does (a request answered by a refusal)."""
+        if kind in self.handlers and kind not in self.own_kinds:
+            raise ValueError(f"message kind {kind} is the machine's own")
+        self.handlers[kind] = handler
+        self.own_kinds.add(kind)
+        if control:
+            self.control.add(kind)
+
     # -- sending ------------------------------------------------------------------------------
-    def send(self, kind: str, dst: int, payload, nbytes: int = 8) -> None:
-        if kind not in CONTROL:
+    def send(self, kind: str, dst: int, payload=None, nbytes: int | None = None) -> None:
+        """Send a message of `kind` to PE `dst`, charged `nbytes` (by default its header and
+        its payload's packed size). A runtime's own payloads are copied as they leave (as
+        pickling copies them under MPI); a term with variables in one is packed first
+        (`pack`, and `unpack` on arrival)."""
+        if kind not in self.control:
             self.safra.sent()
+        if kind in self.own_kinds:
+            payload = deepcopy(payload)
+        if nbytes is None:
+            nbytes = HEADER + payload_bytes(payload)
         stats = self.pe.stats
         stats.sent += 1
         stats.bytes_sent += nbytes
+        by_kind = stats.bytes_by_kind
+        by_kind[kind] = by_kind.get(kind, 0) + nbytes
         self.transport.send(Message(kind, self.pe.number, dst, payload, [self.pe.number], nbytes))
 
     # -- global names -------------------------------------------------------------------------
@@ -123,10 +163,30 @@ class Net:
         self.exports[ident][1] += INITIAL_WEIGHT
         return GlobalRef(self.pe.number, ident, INITIAL_WEIGHT)
 
+    def new_var(self, owner: int) -> Var:
+        """A fresh variable owned by PE `owner` (not this one): here, a proxy holding all its
+        weight. Reads and binds go to the owner, as for any variable exported from there."""
+        ident = -1 - (self.made * self.topology.pes + self.pe.number)
+        self.made += 1
+        proxy = Var()
+        proxy.susp = RemoteWaiters(owner, ident, INITIAL_WEIGHT)
+        self.imports[(owner, ident)] = proxy
+        return proxy
+
+    def export_entry(self, ident: int) -> list:
+        """[variable, weight given out] of an export here; one that another PE made for this
+        one to own (a negative number, `new_var`) is made when its name first arrives."""
+        entry = self.exports.get(ident)
+        if entry is None:
+            if ident >= 0:
+                raise KeyError(ident)
+            entry = self.exports[ident] = [Var(), INITIAL_WEIGHT]
+        return entry
+
     def resolve(self, ref: GlobalRef) -> Var:
         """The variable a global name stands for on this PE (a proxy, made on first sight)."""
         if ref.owner == self.pe.number:
-            entry = self.exports[ref.ident]
+            entry = self.export_entry(ref.ident)
             entry[1] -= ref.weight  # the reference came home
             return entry[0]
         key = (ref.owner, ref.ident)
@@ -165,10 +225,14 @@ class Net:
     def proxy_bound(self, proxy: Var, remote: RemoteWaiters) -> None:
         """A proxy was bound here: the binding goes to the owner, with the proxy's weight."""
         del self.imports[(remote.owner, remote.ident)]
-        code = self.pack(proxy.val)
-        self.send("BIND", remote.owner, (remote.ident, code, remote.weight), size_bytes(code))
+        self.send("BIND", remote.owner, (remote.ident, self.pack(proxy.val), remote.weight))
 
-    def got_value(self, owner: int, ident: int, code: list) -> None:
+    def got_value(self, m: Message) -> None:
+        owner, ident, code = m.payload
+        self.bind_proxy(owner, ident, code)
+
+    def bind_proxy(self, owner: int, ident: int, code: list) -> None:
+        """The value of the proxy for `ident` of `owner` arrived (VALUE, PEEKED): bind it."""
         proxy = self.imports.pop((owner, ident), None)
         if proxy is None or type(proxy.susp) is not RemoteWaiters:
             return  # bound here meanwhile; our BIND will meet the owner's value there
@@ -180,16 +244,18 @@ class Net:
         if remote.weight:
             self.send("FREE", owner, (ident, remote.weight))
 
-    def got_bind(self, ident: int, code: list, weight: int) -> None:
-        entry = self.exports[ident]
+    def got_bind(self, m: Message) -> None:
+        ident, code, weight = m.payload
+        entry = self.export_entry(ident)
         entry[1] -= weight
         value = self.unpack(code)
         if not self.pe.unify(entry[0], value):
             raise ProgramFailure("bindings made on two PEs clash", None, None, self.pe.number)
         self.maybe_drop(ident)
 
-    def got_fetch(self, src: int, ident: int) -> None:
-        var = self.exports[ident][0]
+    def got_fetch(self, m: Message) -> None:
+        src, ident = m.src, m.payload
+        var = self.export_entry(ident)[0]
         while type(var) is Var and var.val is not None:
             var = var.val
         if type(var) is Var and type(var.susp) is RemoteWaiters:
@@ -209,15 +275,17 @@ class Net:
         remote = proxy.susp
         self.send("PEEK", remote.owner, remote.ident)
 
-    def got_peek(self, src: int, ident: int) -> None:
-        var = deref(self.exports[ident][0])
+    def got_peek(self, m: Message) -> None:
+        src, ident = m.src, m.payload
+        var = deref(self.export_entry(ident)[0])
         if type(var) is Var and type(var.susp) is RemoteWaiters:
             self.send("PEEKED", src, (self.pe.number, ident, None, (var.susp.owner, var.susp.ident)))
         else:
             self.send("PEEKED", src, (self.pe.number, ident, None if type(var) is Var else self.pack(var), None))
 
-    def got_peeked(self, owner: int, ident: int, code, further) -> None:
+    def got_peeked(self, m: Message) -> None:
         """A peeked value: bind the proxy to it; an unbound variable elsewhere is peeked in turn."""
+        owner, ident, code, further = m.payload
         self.peeks -= 1
         proxy = self.imports.get((owner, ident))
         if proxy is None:
@@ -228,7 +296,7 @@ class Net:
             self.imports[further] = self.imports.pop((owner, ident))
             proxy.susp.owner, proxy.susp.ident = further
         elif code is not None:
-            self.got_value(owner, ident, code)
+            self.bind_proxy(owner, ident, code)
 
     def ask_peeks(self, outputs) -> bool:
         """PEEK every unbound proxy reachable from `outputs` not asked yet; False when none."""
@@ -239,8 +307,9 @@ class Net:
             self.peek(v)
         return bool(asked)
 
-    def got_free(self, ident: int, weight: int) -> None:
-        self.exports[ident][1] -= weight
+    def got_free(self, m: Message) -> None:
+        ident, weight = m.payload
+        self.export_entry(ident)[1] -= weight
         self.maybe_drop(ident)
 
     def maybe_drop(self, ident: int) -> None:
@@ -265,10 +334,13 @@ class Net:
             task.group = None
         code = self.pack(kind.export(task))
         payload = (kind.name, task.proc.key, code, task.site, group_ref)
-        self.send("SPAWN", dst, payload, size_bytes(code) + 8)
+        # the kind, the step and the call site are names known on every PE: a word each
+        self.send("SPAWN", dst, payload, HEADER + 3 * WORD + size_bytes(code) + payload_bytes(group_ref))
 
-    def got_spawn(self, payload) -> None:
-        kind, key, code, site, group_ref = payload
+    def got_spawn(self, m: Message) -> None:
+        self.steal_pending = False
+        self.backoff = STEAL_BACKOFF[0]
+        kind, key, code, site, group_ref = m.payload
         task = self.kind_names[kind].arrive(self.procs[key], self.unpack(code), site)
         if group_ref is not None:
             task.group = AndGroup(None, [], group_ref)
@@ -279,8 +351,8 @@ class Net:
         pe, gid = group.home
         self.send("FINISH", pe, gid)
 
-    def got_finish(self, gid: int) -> None:
-        self.pe.finish(self.groups.pop(gid))
+    def got_finish(self, m: Message) -> None:
+        self.pe.finish(self.groups.pop(m.payload))
 
     def placement(self, where, task: Task) -> int:
         """The PE that `Goal @ Where` names (spec/parlog.md)."""
@@ -306,8 +378,8 @@ class Net:
         self.steal_pending = True
         self.send("STEAL", neighbours[self.victim], (self.pe.number, STEAL_TTL))
 
-    def got_steal(self, src: int, payload) -> None:
-        thief, ttl = payload
+    def got_steal(self, m: Message) -> None:
+        src, (thief, ttl) = m.src, m.payload
         task = self.spare_task()
         if task is not None:
             self.pe.stats.steals += 1
@@ -333,46 +405,28 @@ class Net:
                 return t
         return None
 
-    def got_nowork(self) -> None:
+    def got_nowork(self, m: Message) -> None:
         self.steal_pending = False
         self.steal_after = self.now() + self.backoff
         self.backoff = min(self.backoff * 2, STEAL_BACKOFF[1])
 
+    def got_token(self, m: Message) -> None:
+        self.safra.got_token(m.payload)
+
     # -- receiving ----------------------------------------------------------------------------
     def receive(self, m: Message) -> None:
+        """Count a message that arrived here and hand it to its kind's handler."""
         kind = m.kind
         stats = self.pe.stats
         stats.received += 1
         stats.bytes_received += m.nbytes
         stats.hops += len(m.hops) - 1
-        if kind not in CONTROL:
+        if kind not in self.control:
             self.safra.received()
-        if kind == "SPAWN":
-            self.steal_pending = False
-            self.backoff = STEAL_BACKOFF[0]
-            self.got_spawn(m.payload)
-        elif kind == "VALUE":
-            self.got_value(*m.payload)
-        elif kind == "FETCH":
-            self.got_fetch(m.src, m.payload)
-        elif kind == "BIND":
-            self.got_bind(*m.payload)
-        elif kind == "FINISH":
-            self.got_finish(m.payload)
-        elif kind == "FREE":
-            self.got_free(*m.payload)
-        elif kind == "STEAL":
-            self.got_steal(m.src, m.payload)
-        elif kind == "NOWORK":
-            self.got_nowork()
-        elif kind == "TOKEN":
-            self.safra.got_token(m.payload)
-        elif kind == "PEEK":
-            self.got_peek(m.src, m.payload)
-        elif kind == "PEEKED":
-            self.got_peeked(*m.payload)
-        else:
+        handler = self.handlers.get(kind)
+        if handler is None:
             raise ValueError(f"unknown message kind {kind}")
+        handler(m)
 
 
 def _proxies(terms) -> list[Var]:

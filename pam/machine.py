@@ -21,7 +21,7 @@ from pam.errors import Deadlock, Finished, LimitExceeded, MachineStop, ProgramFa
 from pam.limits import Deadline, Watchdog
 from pam.pe import DEADLOCK_REPORT_LIMIT, PE
 from pam.ranks import run_on_ranks
-from pam.runtimes import Runtime, runtime_for
+from pam.runtimes import Runtime, counters_of, runtime_for
 from pam.stats import RunStats
 from pam.terms import Var
 from pam.topology import parse_topology
@@ -105,6 +105,7 @@ class Machine:
                     max_steps if pes == 1 or comm is not None else None,
                     timeout if pes == 1 or comm is not None else None)
             pe.deadline = self.deadline if pes == 1 or comm is not None else None
+            pe.stats.counters = dict.fromkeys(counters_of(self.runtime), 0)
             procs: dict = {}
             if self.sim is not None:
                 pe.net = Net(pe, self.sim.transport(n), self.topology, procs, seed,
@@ -165,7 +166,7 @@ class Machine:
                 run_alone(self.pe)
             else:
                 # the module fact the `aggregate` pass records (docs/passes.md); the machine imports no pass
-                self.sim.aggregate = self.module.annotation(MODULE_FACTS, "messages") == "aggregate"
+                self.sim.aggregate = self.module.annotation(MODULE_FACTS, "aggregate.messages") == "aggregate"
                 simulated = Simulated(self.pes, self.sim, self.runtime.batch)
                 vtime = simulated.run(self._check_limits)
                 resolve(self.pe.net, outputs, simulated.deliver)

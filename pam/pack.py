@@ -16,10 +16,15 @@ is packed again as a graph: prefix order, each compound value once, numbered in 
 and codec values are rebuilt only once complete, so a cycle through one of them, an ML ref
 holding a closure over itself, cannot travel: a program failure, not a hang.) Unbound variables
 are exported only once the packing is final, so a packing given up costs no reference weight.
+
+Packing snapshots: an atomic value of a mutable class (a numpy array, ...) is copied as it is
+packed, so the receiver owns a value nobody else changes, in simulation as under MPI (where
+pickling copies), and an in-place change on either side is not seen by the other.
 """
 
 from __future__ import annotations
 
+from copy import deepcopy
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,6 +33,7 @@ from pam.terms import CHECK_AFTER, Cons, Struct, Var, measure, mkatom
 
 WORD = 4  # bytes per word on a T800
 FLOAT = 8  # bytes of a 64-bit real
+HEADER = 2 * WORD  # what every message carries besides its payload: its kind and destination
 
 
 class Codec(Protocol):
@@ -117,6 +123,15 @@ class _Graph:
 
 _GRAPH = _Graph()
 
+# Classes whose values travel as they are: immutable, so sharing them is copying them. An
+# atomic value of any other class is copied as it is packed (`_own`).
+_SHARED = frozenset({int, float, str, bool, complex, bytes, type(None), GlobalRef, _Build, _Tuple, _Coded})
+
+
+def _own(value):
+    """A copy of a mutable atomic value, made as it is packed."""
+    return deepcopy(value)
+
 
 def pack(term, export, codecs: dict) -> list:
     """`term` as a flat list; `export(var)` names each unbound variable met (a GlobalRef);
@@ -165,7 +180,7 @@ def _pack_tree(term, codecs: dict):
         else:
             codec = codecs.get(tt)
             if codec is None:  # atomic, or a marker pushed above
-                code.append(t)
+                code.append(t if tt in _SHARED else _own(t))
                 continue
             data, parts = codec.flatten(t)
             stack.append(_Coded(codec.name, len(parts), data, codec.size(data)))
@@ -215,7 +230,7 @@ def _pack_graph(term, codecs: dict):
             continue
         codec = codecs.get(tt) if tt is not Cons and tt is not Struct and tt is not tuple else None
         if tt is not Cons and tt is not Struct and tt is not tuple and codec is None:
-            code.append(t)  # atomic
+            code.append(t if tt in _SHARED else _own(t))  # atomic
             continue
         k = number.get(id(t))
         if k is not None:
@@ -355,3 +370,16 @@ def size_bytes(code: list) -> int:
         else:
             n += WORD
     return n
+
+
+def payload_bytes(payload) -> int:
+    """What a message's payload costs on a link: a packed term (a list) by `size_bytes`, the
+    fields of a tuple each by this rule, nothing for None, any other value as one packed item."""
+    if payload is None:
+        return 0
+    tp = type(payload)
+    if tp is list:
+        return size_bytes(payload)
+    if tp is tuple:
+        return sum(payload_bytes(x) for x in payload)
+    return size_bytes([payload])

@@ -17,8 +17,9 @@ from pam.distribution import RemoteReader
 from pam.errors import LimitExceeded, ProgramFailure
 from pam.limits import Deadline
 from pam.stats import PEStats
+from pam.step import WaitAll
 from pam.task import AndGroup, Placed, Seq, Task
-from pam.terms import Var, unbound_vars, var_name
+from pam.terms import Var, deref, unbound_vars, var_name
 from pam.unify import unify
 
 SLICE = 200
@@ -51,6 +52,19 @@ class PE:
         self.hooks: list = []
 
     # -- variables --------------------------------------------------------------------------
+    def new_var(self, owner: int) -> Var:
+        """A fresh variable owned by PE `owner` (modulo the PEs), wherever it is made: e.g. a
+        reduction's result owned by the PE that should answer its readers."""
+        net = self.net
+        if net is None or owner % net.topology.pes == self.number:
+            return Var()
+        return net.new_var(owner % net.topology.pes)
+
+    def charge(self, instructions: int) -> None:
+        """Charge the running step `instructions` more than its declared cost (virtual time):
+        a cost that depends on the step's data."""
+        self.instructions += instructions
+
     def wake(self, var: Var) -> None:
         """Make every task suspended on `var` runnable again (it was just bound). A variable
         owned elsewhere sends its binding to its owner; remote readers get the value."""
@@ -65,6 +79,8 @@ class PE:
             if type(t) is RemoteReader:
                 t.send_value(var)
             elif t.waits is not None:
+                if type(t.waits) is WaitAll and self._still_waits(t, t.waits, var):
+                    continue
                 t.waits = None
                 del suspended[t]
                 push(t)
@@ -97,11 +113,36 @@ class PE:
             out = v
         return unify(out, value, self.bind)
 
-    def park(self, task: Task, waits: list) -> None:
-        """Suspend `task` on `waits` (a list of unbound variables)."""
-        task.waits = waits
+    def _still_waits(self, task: Task, wait: WaitAll, var: Var) -> bool:
+        """`var`, one of the variables `task` waits for all of, was bound: True while others
+        are still unbound. Bound to another unbound variable, it is waited for as that one."""
+        target = deref(var)
+        if type(target) is Var:
+            wait.variables[wait.variables.index(var)] = target
+            self._suspend_on(target, task)
+            return True
+        wait.left -= 1
+        return wait.left > 0
+
+    def _suspend_on(self, v: Var, task: Task) -> None:
+        s = v.susp
+        if s is None:
+            v.susp = [task]
+        else:
+            if type(s) is not list and not s.fetched:
+                self.net.fetch(v, s)
+            if not s or s[-1] is not task:
+                s.append(task)
+
+    def park(self, task: Task, waits) -> None:
+        """Suspend `task` on `waits`: a list of unbound variables (until one is bound), or a
+        WaitAll (until all are; one with none left unbound is runnable at once)."""
         self.stats.suspensions += 1
-        for v in waits:
+        if type(waits) is WaitAll and not waits.left:
+            self.ready.append(task)
+            return
+        task.waits = waits
+        for v in waits:  # as _suspend_on does, inline: parking is frequent
             s = v.susp
             if s is None:
                 v.susp = [task]
@@ -209,7 +250,7 @@ class PE:
                         if g is not None:
                             finish(g)
                         break
-                    if type(r) is list:
+                    if type(r) is list or type(r) is WaitAll:
                         suspensions += 1
                         park(t, r)
                         break

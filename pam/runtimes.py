@@ -2,8 +2,10 @@
 
 A runtime compiles a module's rules once (per machine) and loads them onto each PE. At load
 time it registers, with the PE's Net (when there is one), the task kinds that may travel
-(pam.task.TaskKind) and the codecs of its values (pam.pack.Codec), and may append hooks
-(pam.driver). The machine itself imports no language: the default runtime of a module is found
+(pam.task.TaskKind), the codecs of its values (pam.pack.Codec) and message kinds of its own
+(Net.add_handler), and may append hooks (pam.driver). A runtime may keep counters of its own
+(what its code does, for measuring passes): it names them in `counters`, and made with
+`counting=True` its code counts them into each PE's `stats.counters` (`--count`). The machine itself imports no language: the default runtime of a module is found
 by its language in a lazy table, as the compiler's passes are.
 """
 
@@ -12,8 +14,9 @@ from __future__ import annotations
 import importlib
 from typing import Protocol
 
-# language -> "module:Class"; the class is made with the module it runs.
-RUNTIMES: dict[str, str] = {
+# language -> "module:Class" (or the class, once imported or registered); the class is made
+# with the module it runs.
+RUNTIMES: dict[str, str | type] = {
     "parlog": "pam.parlog.rules:ParlogRuntime",
     "ml": "pam.ml.loader:MLRuntime",
 }
@@ -22,6 +25,7 @@ RUNTIMES: dict[str, str] = {
 class Runtime(Protocol):
     batch: int  # steps a simulated PE runs between looks at its messages
     encoding: str  # optional (UTF-8): how output becomes bytes on a byte stream (ML: a byte a char)
+    counters: tuple[str, ...]  # optional (none): the names of the counters its code may keep
 
     def load(self, pe, timeout: float | None = None) -> dict:
         """The module's steps on `pe` by key (pam.step); registers what distribution needs.
@@ -34,7 +38,38 @@ class Runtime(Protocol):
         """The text of an output variable's value in the final bindings (`Name = Text`)."""
 
 
-def runtime_for(module) -> Runtime:
-    """The default runtime of `module`, by its language."""
-    module_name, cls = RUNTIMES[module.language].split(":")
-    return getattr(importlib.import_module(module_name), cls)(module)
+def runtime_for(module, counting: bool = False) -> Runtime:
+    """The default runtime of `module`, by its language; with `counting`, one whose code counts
+    its `counters` (a runtime that declares none ignores it)."""
+    cls = runtime_class(module.language)
+    return cls(module, counting=True) if counting and counters_of(cls) else cls(module)
+
+
+class UnknownRuntime(LookupError):
+    """A module of a language that no runtime is registered for."""
+
+
+def register_runtime(language: str, runtime: str | type) -> None:
+    """Make `runtime` (a class, or "module:Class" imported when first needed) the default runtime
+    of modules of `language`: a dialect from outside the project registers its runtime so."""
+    if not isinstance(runtime, (str, type)):
+        raise TypeError("register_runtime takes a class or 'module:Class'")
+    RUNTIMES[language] = runtime
+
+
+def runtime_class(language: str) -> type:
+    """The runtime class of `language`; UnknownRuntime, naming the known ones, if there is none."""
+    entry = RUNTIMES.get(language)
+    if entry is None:
+        raise UnknownRuntime(f"no runtime for modules of dialect {language!r} (runtimes: "
+                             f"{', '.join(sorted(RUNTIMES))}; a dialect registers one with "
+                             "pam.runtimes.register_runtime)")
+    if isinstance(entry, str):
+        module_name, name = entry.split(":")
+        entry = RUNTIMES[language] = getattr(importlib.import_module(module_name), name)
+    return entry
+
+
+def counters_of(runtime) -> tuple[str, ...]:
+    """The names of a runtime's (or runtime class's) own counters."""
+    return tuple(getattr(runtime, "counters", ()))

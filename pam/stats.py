@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 
 @dataclass(slots=True)
 class PEStats:
-    """What one PE did."""
+    """What one PE did: the machine's counters, and `counters`, the dialect runtime's own (the
+    names its `counters` declares, counted by code made to count: `runtime_for(..., counting=True)`)."""
 
     pe: int
     reductions: int = 0
@@ -22,13 +23,14 @@ class PEStats:
     steals: int = 0
     exported: int = 0  # tasks sent to run on another PE (stolen or placed)
     looped: int = 0  # reductions run by a step looping inside itself (tail-loop), not by the PE loop
-    # What the passes change (docs/passes.md), counted only by code compiled to count
-    # (ParlogRuntime(counting=True), as `hpgrem bench passes` runs it; 0 otherwise).
-    clause_tries: int = 0  # clause (or shared match) blocks entered
-    guard_tests: int = 0  # guard goals tested
-    enqueues: int = 0  # body goals put on the ready queue by committing clauses
-    cells_in_place: int = 0  # output list cells built in place, with no variable (dest-passing)
     busy_time: float = 0.0
+    counters: dict[str, int] = field(default_factory=dict)  # the runtime's own, by name
+    bytes_by_kind: dict[str, int] = field(default_factory=dict)  # bytes sent, by message kind
+
+    def count(self, name: str) -> int:
+        """A counter by name: the machine's or the runtime's."""
+        counters = self.counters
+        return counters[name] if name in counters else getattr(self, name)
 
 
 @dataclass(slots=True)
@@ -54,6 +56,7 @@ class RunStats:
         rows = []
         for p in self.per_pe:
             row = asdict(p)
+            row.update(row.pop("counters"))  # the runtime's counters sit beside the machine's
             row["idle_share"] = 0.0 if self.time <= 0 else max(0.0, 1.0 - p.busy_time / self.time)
             rows.append(row)
         return {
@@ -75,9 +78,8 @@ class RunStats:
                      f"topology {self.topology}")
         rate = data["reductions"] / data["time"] if data["time"] > 0 else 0.0
         lines.append(f"rate: {rate:,.0f} reductions/s; wall {self.wall_s:.6f} s")
-        counted = {h: sum(row[h] for row in data["per_pe"]) for h in
-                   ("suspensions", "exported", "looped", "clause_tries", "guard_tests", "enqueues",
-                    "cells_in_place")}
+        names = ("suspensions", "exported", "looped", *(self.per_pe[0].counters if self.per_pe else ()))
+        counted = {h: sum(row[h] for row in data["per_pe"]) for h in names}
         lines.append("counters: " + ", ".join(f"{h} {n}" for h, n in counted.items()))
         return "\n".join(lines)
 

@@ -7,8 +7,15 @@ exactly one of:
   `Net.export_task`, and finishes there) or the task to run next (usually `task` itself,
   rewritten in place: its first body goal, or an evaluation that paused);
 - suspend: it returns a `list` (exactly that class: the PE loop tests it) of the unbound
-  variables it waits for; the PE parks the task on them;
+  variables it waits for; the PE parks the task on them until one of them is bound;
+- wait for all: it returns `WaitAll(variables)`; the PE parks the task with a count of the
+  unbound ones, takes one off as each is bound, and makes the task runnable at zero (no step
+  runs in between, so a join of n inputs is not rescanned n times). A variable bound to another
+  unbound one is waited for as that one;
 - fail: it raises `ProgramFailure`.
+
+A step whose cost depends on its data (a kernel's FLOPs, a copy's length) declares the fixed part
+as `cost` and charges the rest as it runs: `pe.charge(instructions)` (pam.pe).
 
 What the machine knows about a step is plain function attributes, read in the PE's hot loop
 (`proc.cost`) and by distribution, set in one place: `declare`. Every place that makes steps
@@ -18,6 +25,8 @@ uses it: the generated PARLOG rule code, the primitives, ML.
 from __future__ import annotations
 
 from typing import Protocol
+
+from pam.terms import Var, deref
 
 
 class Step(Protocol):
@@ -31,6 +40,22 @@ class Step(Protocol):
     needs: tuple[int, ...]  # argument positions that must be bound before the task is sent
 
     def __call__(self, task): ...
+
+
+class WaitAll:
+    """What a step returns to wait until every one of `variables` is bound; `left` counts the
+    unbound ones still waited for."""
+
+    __slots__ = ("variables", "left")
+
+    def __init__(self, variables) -> None:
+        unbound = (deref(v) for v in variables)
+        self.variables = list({id(v): v for v in unbound if type(v) is Var}.values())
+        self.left = len(self.variables)
+
+    def __iter__(self):
+        """The variables still unbound (what a deadlock report names)."""
+        return (v for v in self.variables if v.val is None)
 
 
 def declare(name: str, arity: int, cost: int, *, key: str, exportable: bool = False,

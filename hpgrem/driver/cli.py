@@ -14,8 +14,8 @@ import sys
 import tempfile
 import time
 import traceback
-from pathlib import Path
 
+from hpgrem.driver.outputs import check_output, write_output
 from hpgrem.driver.pipeline import UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_DEADLOCK, EXIT_LIMIT, EXIT_INTERNAL = 0, 1, 2, 3, 4, 70
@@ -53,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument("--passes", type=_names, metavar="P,Q", help="run exactly these optimizing passes, in order")
         q.add_argument("--disable", type=_names, action="extend", default=[], metavar="P",
                        help="do not run this pass (repeatable, or a comma list)")
+        q.add_argument("--pass-option", action="append", default=[], metavar="PASS.OPTION=VALUE",
+                       help="set an option of a pass when it runs (repeatable; `hpgrem ir --help` lists them)")
+        q.add_argument("--pass-option", action="append", default=[], metavar="PASS.OPTION=VALUE",
+                       help="set an option of a pass when it runs (repeatable; `hpgrem ir --help` lists them)")
 
     r = sub.add_parser("run", help="run a program", epilog="exit status: 0 success, 1 the program "
                        "failed, 2 usage or syntax error, 3 deadlock, 4 a limit was hit, 70 internal error")
@@ -66,8 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--trace", metavar="OUT", help="(not available yet) record every rewrite to OUT")
     r.add_argument("--stats", action="store_true", help="print per-PE statistics on stderr")
     r.add_argument("--stats-json", metavar="OUT.json", help="write the statistics as JSON")
-    r.add_argument("--count", action="store_true", help="PARLOG: also count clause tries, guard tests, "
-                   "enqueues and list cells built in place, for --stats (the counting costs time)")
+    r.add_argument("--count", action="store_true", help="also count what the language's runtime counts, for --stats "
+                   "(PARLOG: clause tries, guard tests, enqueues, list cells built in place; ML: nothing); "
+                   "the counting costs time")
     r.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop with status 4 after N reduction steps")
     r.add_argument("--timeout", type=_seconds, metavar="S", help="stop with status 4 after S seconds "
                    "of wall-clock time (under MPI, on every rank)")
@@ -165,13 +170,15 @@ def _names(text: str) -> tuple[str, ...]:
 
 def _passes_help() -> str:
     """`hpgrem ir --help`'s list of passes."""
-    from hpgrem.passes import ANALYSIS_TABLE, LEVELS, MACHINE_ANALYSES, PASS_TABLE
+    from hpgrem.passes import ANALYSIS_TABLE, LEVELS, MACHINE_ANALYSES, PASS_TABLE, options_help
     lines = ["optimizing passes (in the order they run):"]
     for name in PASS_TABLE:
         lines.append(f"  {name:<20} " + ", ".join(f"-O{n}" for n, names in LEVELS.items() if name in names))
     lines.append("analyses (the machine's always run, last):")
     for name in ANALYSIS_TABLE:
         lines.append(f"  {name:<20} " + ("always" if name in MACHINE_ANALYSES else "when a pass needs it"))
+    lines.append("pass options (--pass-option PASS.OPTION=VALUE):")
+    lines += options_help()
     return "\n".join(lines)
 
 
@@ -181,10 +188,16 @@ def load_module(args, pending: list | None = None):
     An ML program runs chunk by chunk: when a later chunk has an error, the module holds the
     chunks before it and, if `pending` is a list, the error is appended to it (to report after
     running them) instead of raised."""
-    from hpgrem.driver.pipeline import Options, compile_file
+    from hpgrem.driver.pipeline import Options, compile_text, read_program
     options = Options(goal=args.goal, opt=args.opt, passes=args.passes, disable=tuple(args.disable),
+                      pass_options=tuple(args.pass_option),
+                      pass_options=tuple(args.pass_option),
                       after=getattr(args, "after", None))
-    compiled = compile_file(args.file, options)
+    text = read_program(args.file, options)
+    _quote_program(args.file, text, args.goal)
+    compiled = compile_text(text, args.file, options)
+    if compiled.module is not None and args.file.lower().endswith(".hpg"):
+        _QUOTABLE[0].add_module(compiled.module)
     _report_warnings(compiled)
     if compiled.error is not None:
         if pending is None or compiled.module is None:
@@ -193,9 +206,16 @@ def load_module(args, pending: list | None = None):
     return compiled.module
 
 
+def _quote_program(file: str, text: str, goal: str | None) -> None:
+    """Diagnostics may quote the program the command read (not a `.hpg`'s JSON) and `--goal`."""
+    if not file.lower().endswith(".hpg"):
+        _QUOTABLE[0].add_text(file, text)
+    _QUOTABLE[0].add_text("<goal>", goal)
+
+
 def _report_warnings(compiled) -> None:
     for w in compiled.warnings:
-        print(w.render(_source_text(w.span.file, None)), file=sys.stderr)
+        print(_QUOTABLE[0].render(w), file=sys.stderr)
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -230,8 +250,8 @@ def _run(args) -> int:
         parse_topology(args.topology, pes)
     except TopologyError as e:
         raise UsageError(str(e)) from None
-    if args.stats_json:
-        _check_writable(args.stats_json)  # before the run, not after it (on every rank: all leave)
+    if args.stats_json:  # before the run, not after it (on every rank: all leave)
+        check_output(args.stats_json, inputs=(args.file,))
     if args.max_memory is not None:
         from pam.limits import limit_memory
         try:
@@ -239,7 +259,8 @@ def _run(args) -> int:
         except ValueError as e:
             raise UsageError(str(e)) from None
     pending: list = []
-    module = load_module(args, pending)
+    with _loading_limits(args):
+        module = load_module(args, pending)
     if module.entry is None:
         raise UsageError(f"{args.file}: nothing to run: define main (a relation of arity 0) or pass --goal")
     status = _run_machine(args, module, pes, comm)
@@ -252,13 +273,14 @@ def _run_machine(args, module, pes: int, comm) -> int:
     from pam.errors import MachineStop, RankAbandoned
     from pam.machine import Machine
 
-    runtime = None
-    if args.count and module.language == "parlog":  # code compiled to count what the passes change
-        from pam.parlog.rules import ParlogRuntime
-        runtime = ParlogRuntime(module, counting=True)
-    machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed, runtime=runtime,
-                      max_steps=args.max_steps, timeout=args.timeout, comm=comm,
-                      started=_STARTED[0], hard_stop=_OWNS_PROCESS[0])
+    from pam.runtimes import runtime_for
+
+    # --count: code compiled to count what the passes change (the counters its runtime declares)
+    runtime = runtime_for(module, counting=True) if args.count else None
+    with _loading_limits(args):  # making the machine generates and loads the program's code
+        machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed, runtime=runtime,
+                          max_steps=args.max_steps, timeout=args.timeout, comm=comm,
+                          started=_STARTED[0], hard_stop=_OWNS_PROCESS[0])
     try:
         result = machine.run()
     except RankAbandoned as a:
@@ -271,8 +293,17 @@ def _run_machine(args, module, pes: int, comm) -> int:
     if args.stats:
         print(result.stats.table(), file=sys.stderr)
     if args.stats_json and (comm is None or comm.Get_rank() == 0):
-        _write_text(args.stats_json, json.dumps(result.stats.to_json(), indent=2) + "\n")
+        write_output(args.stats_json, json.dumps(result.stats.to_json(), indent=2) + "\n")
     return EXIT_OK
+
+
+def _loading_limits(args):
+    """--timeout and --max-memory while the program is read, compiled and loaded: they count
+    from the command's start, not from the machine's (a FIFO with no writer, a huge source).
+    The machine keeps them itself while it runs."""
+    from pam.limits import Deadline, Watchdog
+    deadline = None if args.timeout is None else Deadline(args.timeout, _STARTED[0])
+    return Watchdog(deadline, hard=_OWNS_PROCESS[0])
 
 
 def _report_stop(stop: BaseException, goal: str | None) -> int:
@@ -343,22 +374,12 @@ def mpi_comm():
     return comm
 
 
-def _source_text(file: str, goal: str | None) -> str | None:
-    """The text a diagnostic points into: the program file, or the `--goal` string."""
-    if file == "<goal>":
-        return goal
-    try:
-        return Path(file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 def _report_failure(f, goal: str | None) -> None:
     from frontend.diagnostics import Diagnostic
     what = f"{f.goal} failed" if f.goal else "the program failed"
     message = f"{what}: {f.message}" + (f" (on PE {f.pe})" if f.pe else "")
     if f.span is not None and f.span.line > 0:
-        print(Diagnostic(f.span, message).render(_source_text(f.span.file, goal)), file=sys.stderr)
+        print(_QUOTABLE[0].render(Diagnostic(f.span, message)), file=sys.stderr)
     else:
         print(f"hpgrem: error: {message}", file=sys.stderr)
 
@@ -375,15 +396,17 @@ def _report_deadlock(d) -> None:
 
 def cmd_compile(args) -> int:
     from hpgrem.serialize import dumps
-    _check_writable(args.output)  # before compiling
+    check_output(args.output, inputs=(args.file,))  # before compiling
     module = load_module(args)
-    _write_text(args.output, dumps(module))
+    write_output(args.output, dumps(module))
     return EXIT_OK
 
 
 def cmd_check(args) -> int:
-    from hpgrem.driver.pipeline import check_file
-    compiled = check_file(args.file)
+    from hpgrem.driver.pipeline import check_text, read_program
+    text = read_program(args.file)
+    _quote_program(args.file, text, None)
+    compiled = check_text(text, args.file)
     _report_warnings(compiled)
     compiled.complete()
     return EXIT_OK
@@ -401,46 +424,6 @@ def cmd_bench(args) -> int:
     return bench_main(args.names, as_json=args.json)
 
 
-def _check_writable(path: str) -> None:
-    """Raise UsageError now if `path` cannot be written later (a run may take long)."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise UsageError(f"{path}: cannot write: it is a directory")
-    if not folder.is_dir():
-        raise UsageError(f"{path}: cannot write: no such directory {str(folder)!r}")
-    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise UsageError(f"{path}: cannot write: permission denied")
-
-
-def _write_text(path: str, text: str) -> None:
-    """Write atomically: a failed write never leaves a truncated file behind. The file gets
-    the mode a plain open() would give it (0666 less the umask; an existing file keeps its
-    own), not the 0600 of a temporary file."""
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".hpgrem-")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                os.fchmod(f.fileno(), _mode_for(target))
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError as e:
-        raise UsageError(f"{path}: cannot write: {e.strerror}") from None
-
-
-def _mode_for(target: Path) -> int:
-    try:
-        return target.stat().st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
 COMMANDS = {"run": cmd_run, "compile": cmd_compile, "check": cmd_check, "ir": cmd_ir, "bench": cmd_bench}
 
 
@@ -448,12 +431,16 @@ _STARTED = [None]  # when the command (its process) started, time.monotonic(): -
 # Whether main() is the process's command (argv from sys.argv) and may end the whole process at
 # --timeout's hard stops; a host calling main(argv), such as the test suite, is never ended by them.
 _OWNS_PROCESS = [False]
+_QUOTABLE = [None]  # the source lines this command's diagnostics may quote (frontend.diagnostics)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from frontend.diagnostics import Quotable
     from pam.limits import process_started
     _STARTED[0] = process_started() if argv is None else time.monotonic()
     _OWNS_PROCESS[0] = argv is None
+    _QUOTABLE[0] = Quotable()
+    _open_closed_streams()
     argv = sys.argv[1:] if argv is None else argv
     # The compile-time tools (printer, .hpg writer, verifier) recurse on a program's nesting,
     # which the front ends allow to about a thousand levels; the machine itself never recurses.
@@ -473,12 +460,16 @@ def main(argv: list[str] | None = None) -> int:
 def _guard(run, goal: str | None) -> int:
     """Run a command, turning every user error into its message and exit status."""
     from frontend.diagnostics import CompileError
+    from pam.errors import LimitExceeded
     try:
         return run()
     except CompileError as e:
         for d in e.diagnostics:
-            print(d.render(_source_text(d.span.file, goal)), file=sys.stderr)
+            print(_QUOTABLE[0].render(d), file=sys.stderr)
         return EXIT_USAGE
+    except LimitExceeded as e:  # --timeout or --max-memory while the program was loaded
+        print(f"hpgrem: error: {e}", file=sys.stderr)
+        return EXIT_LIMIT
     except UsageError as e:
         print(f"hpgrem: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -495,6 +486,22 @@ def _guard(run, goal: str | None) -> int:
         return EXIT_LIMIT
     except Exception:
         return _internal_error()
+
+
+def _open_closed_streams() -> None:
+    """A standard stream the command was started without (`>&-`, `2>&-`) is /dev/null: what
+    would go there is dropped, as by Python's own print. Its descriptor is filled too, so that
+    no file hpgrem opens gets it (a file opened as descriptor 2 would receive the diagnostics)."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, encoding="utf-8", errors="backslashreplace", closefd=False))
 
 
 def _silence_stdout() -> None:

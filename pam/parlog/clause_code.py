@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from hpgrem.ir import Atom, Call, Clause, Float, Int, Struct, Term, Var, calls_in
 from pam.parlog import primitives
 from pam.parlog.arith import MAX_INT_BITS
+from pam.parlog.notes import EXPORTABLE, LIFT, SCHEDULE
+from pam.parlog.notes import EXPORTABLE, LIFT, SCHEDULE
 from pam.terms import Cons
 from pam.terms import Struct as RStruct
 from pam.terms import mkatom
@@ -402,7 +404,7 @@ class ClauseCode:
                 isinstance(body, Call) or (body.op == "," and all(isinstance(p, Call) for p in body.parts))):
             return None
         for c in calls:
-            if c.target in self.rc.module.relations:
+            if c.target in self.rc.module.rules:
                 return c if c.target == self.rel.key else None
             if c.target not in primitives.INLINE:
                 return None
@@ -497,7 +499,7 @@ class ClauseCode:
         e(f"    d{d}.tail = {c}")
         e(f"    d{d} = {c}")
         if self.rc.counting:
-            e("    ST.cells_in_place += 1")
+            e("    ST['cells_in_place'] += 1")
         e(f"elif type(a{d}) is Var and a{d}.val is None and a{d}.susp is None:")
         e(f"    a{d}.val = {c}")
         e(f"    d{d} = {c}")
@@ -524,7 +526,7 @@ class ClauseCode:
         """`A, B, ...`: inline primitives run now; relation calls become tasks, the first of
         which continues in this task (or, the relation's own call with a loop, goes round)."""
         e = self.e
-        relation_vars = {n.index for c in calls if c.target in self.rc.module.relations
+        relation_vars = {n.index for c in calls if c.target in self.rc.module.rules
                          for a in c.args for n in _nodes(a) if isinstance(n, Var)}
         tasks: list = []
         for c in calls:
@@ -575,17 +577,19 @@ class ClauseCode:
 
     def scheduled(self, c: Call, tasks: list[Call]) -> bool:
         """The schedule pass's restricted form (hpgrem/passes/schedule.py): a goal of a marked
-        relation that no other goal of this body feeds, in a relation that does not loop (its
-        step's meter is the PE's, not a loop's count)."""
+        relation that no other goal of this body that becomes a task feeds (the flow analysis's
+        note), in a relation that does not loop (its step's meter is the PE's, not a loop's
+        count)."""
         module = self.rc.module
         notes = module.annotations.get(c.target) or {}
-        if self.shape.loop or c.placement is not None or c.target not in module.relations \
-                or notes.get("schedule") is not True:
+        fed = self.shape.fed
+        if self.shape.loop or fed is None or c.placement is not None or c.target not in module.rules \
+                or notes.get(SCHEDULE) is not True:
             return False
-        from hpgrem.passes.order_nodes import Flow
-        flow = Flow(module)
-        inputs = flow.consumes(c)
-        return not any(inputs & flow.produces(o) for o in tasks if o is not c)
+        clause = next((k for k, cl in enumerate(self.rel.clauses()) if cl is self.clause), None)
+        number = {id(x): i for i, x in enumerate(calls_in(self.clause.body))}
+        feeders = fed.get((clause, number[id(c)]), ())
+        return not any(number[id(o)] in feeders for o in tasks if o is not c)
 
     def run_directly(self, c: Call, args: str) -> None:
         """Run goal `c` now, in this step, and what it continues with, while the time slice
@@ -595,9 +599,9 @@ class ClauseCode:
         notes = self.rc.module.annotations.get(c.target) or {}
         proc = self.proc(c)
         e(f"u = Goal({proc}, {args}, g, {self.rc.site(c.span)})")
-        if not notes.get("exportable"):
+        if not notes.get(EXPORTABLE):
             test = "METER[0] > 0"
-        elif self.rc.module.relations[c.target] is not None and notes.get("lift") is not None:
+        elif notes.get(LIFT) is not None:
             test = "METER[0] > 0 and (SOLO or not SPARE(u))"  # below the lift threshold: sequential here
         else:
             test = "METER[0] > 0 and SOLO"  # worth a thief's while on several PEs: to the queue

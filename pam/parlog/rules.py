@@ -25,6 +25,8 @@ from pam.costs import DEFAULT
 from pam.emit import Emitter
 from pam.errors import ProgramFailure
 from pam.parlog.goal import Goal, GoalKind
+from pam.parlog.notes import COST, EXPORTABLE
+from pam.parlog.notes import COST, EXPORTABLE
 from pam.parlog.relation_code import RelationCode, Shape
 from pam.step import declare
 from pam.task import Placed, Seq
@@ -48,7 +50,7 @@ class RuleCompiler:
         self.counting = counting
         self.consts: dict[str, object] = {}
         self.const_names: dict[tuple, str] = {}
-        self.proc_names = {key: f"R{i}" for i, key in enumerate(module.relations)}
+        self.proc_names = {key: f"R{i}" for i, key in enumerate(module.rules)}
         self.out = Emitter()
         self.later: list[list[str]] = []  # steps made for one call site, emitted after their relation
         self.source = self._generate()
@@ -80,7 +82,7 @@ class RuleCompiler:
 
     def count(self, what: str) -> None:
         if self.counting:
-            self.out(f"ST.{what} += 1")
+            self.out(f"ST[{what!r}] += 1")
 
     # -- the module -----------------------------------------------------------------------------
     def _generate(self) -> str:
@@ -93,7 +95,7 @@ class RuleCompiler:
                      "RUN", "SOLO", "SPARE"):
             e(f"{name} = RT['{name}']")
         e("globals().update(CONSTS)")
-        for key, rel in self.module.relations.items():
+        for key, rel in self.module.rules.items():
             self.relation(rel)
             for lines in self.later:
                 for line in lines:
@@ -105,12 +107,12 @@ class RuleCompiler:
     def relation(self, rel: Relation) -> None:
         e = self.out
         notes = self.module.annotations.get(rel.key)
-        if notes is None or "cost" not in notes:
+        if notes is None or COST not in notes:
             raise ValueError(f"relation {rel.key} has no granularity annotations: compile the module with "
                              "hpgrem.driver.pipeline (the machine runs no analysis of its own)")
         shape = Shape(notes, rel)
-        e(f"@declare({rel.name!r}, {rel.arity}, {int(notes['cost'])}, key={rel.key!r}, "
-          f"exportable={bool(notes['exportable'])}, needs={rel.inputs!r})")
+        e(f"@declare({rel.name!r}, {rel.arity}, {int(notes[COST])}, key={rel.key!r}, "
+          f"exportable={bool(notes[EXPORTABLE])}, needs={rel.inputs!r})")
         e(f"def {self.proc_names[rel.key]}(t):")
         e.indent()
         n = rel.arity
@@ -188,7 +190,7 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
                 if g is not None:
                     g.count += 1
                 if counting:
-                    stats.enqueues += 1
+                    stats.counters["enqueues"] += 1
                 ready.append(u)
                 return
 
@@ -199,7 +201,7 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         "spawn": pe.spawn, "park_new": park_new, "push": pe.ready.append, "susp1": susp1,
         "fail_goal": fail_goal, "fail_output": fail_output, "arith_test": primitives.arith_test,
         "INLINE": prims["inline"], "PROCS": prims["procs"], "CONSTS": rc.consts,
-        "METER": pe.meter, "ST": pe.stats, "PRIMITIVE_COST": DEFAULT.primitive_step,
+        "METER": pe.meter, "ST": pe.stats.counters, "PRIMITIVE_COST": DEFAULT.primitive_step,
         "new_cell": Cons.__new__,
         # schedule (pam/parlog/clause_code.py): a goal run in its caller's step that suspends is parked;
         # an exportable one runs there only on one PE or below the lift threshold
@@ -221,6 +223,11 @@ class ParlogRuntime:
 
     batch = 32  # steps a simulated PE runs between looks at its messages
     encoding = "utf-8"
+    # what the passes change (docs/passes.md), counted by code compiled with `counting`
+    counters = ("clause_tries",  # clause (or shared match) blocks entered
+                "guard_tests",  # guard goals tested
+                "enqueues",  # body goals put on the ready queue by committing clauses
+                "cells_in_place")  # output list cells built in place, with no variable (dest-passing)
 
     def __init__(self, module: Module, counting: bool = False):
         self.module = module
@@ -236,7 +243,7 @@ class ParlogRuntime:
 
     def entry_task(self, pe, outputs: list) -> Goal:
         target = self.module.entry.target
-        return Goal(self.steps[pe.number][target], tuple(outputs), None, self.module.relations[target].span)
+        return Goal(self.steps[pe.number][target], tuple(outputs), None, self.module.rules[target].span)
 
     def show(self, value, names: dict) -> str:
         return write_term(value, names)

@@ -1,7 +1,8 @@
 """Transports move messages between PEs; the PE code is the same over every transport.
 
-A node that leaves its PE is named globally as `(owner PE, id)`. Message kinds follow
-DESIGN.md ("Distribution"); each message records the hops it took.
+A node that leaves its PE is named globally as `(owner PE, id)`. The machine's message kinds
+follow DESIGN.md ("Distribution"); a runtime may add kinds of its own (Net.add_handler). Each
+message records the hops it took and the bytes it is charged (Net.send: its packed size).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ KINDS = ("SPAWN", "FETCH", "VALUE", "BIND", "STEAL", "NOWORK", "FREE", "TOKEN", 
 
 @dataclass(slots=True)
 class Message:
-    """One message: `kind` from KINDS, its endpoints, its payload and the PEs it passed through."""
+    """One message: its `kind` (one of KINDS or a runtime's own), its endpoints, its payload, the
+    PEs it passed through and the bytes it is charged on each link."""
 
     kind: str
     src: int

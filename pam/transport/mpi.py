@@ -3,16 +3,41 @@
 A rank sends only to its topology neighbours; a message for a farther PE is forwarded hop by
 hop, and each rank batches what it sends to one neighbour into one non-blocking send per turn.
 Control (halting, failures, the final gather) goes straight between ranks on their own tags.
+A large payload bound for a farther PE is pickled once where it is sent: the ranks on its way
+pass its bytes on without unpickling and pickling it again.
 """
 
 from __future__ import annotations
 
+import pickle
 import time
 from collections import defaultdict
 
 from pam.transport import Message
 
 TAG_DATA, TAG_HALT, TAG_FAIL, TAG_ACK = 1, 2, 3, 4
+PICKLE_ONCE_BYTES = 1024  # payloads of at least this many (modelled) bytes travel pickled
+
+
+class Pickled:
+    """A payload pickled by its sender, unpickled only at its destination."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, payload) -> None:
+        self.data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def __reduce__(self):
+        return _pickled, (self.data,)
+
+    def load(self):
+        return pickle.loads(self.data)
+
+
+def _pickled(data: bytes) -> Pickled:
+    p = Pickled.__new__(Pickled)
+    p.data = data
+    return p
 
 
 def comm_world():
@@ -36,8 +61,11 @@ class MPITransport:
     def send(self, message: Message) -> None:
         if message.dst == self.me:
             self.local.append(message)
-        else:
-            self.outgoing[self.topology.next_hop(self.me, message.dst)].append(message)
+            return
+        hop = self.topology.next_hop(self.me, message.dst)
+        if hop != message.dst and message.nbytes >= PICKLE_ONCE_BYTES:
+            message.payload = Pickled(message.payload)
+        self.outgoing[hop].append(message)
 
     def flush(self) -> None:
         """One non-blocking send per neighbour with everything queued for it."""
@@ -57,6 +85,8 @@ class MPITransport:
             for m in self.comm.recv(source=status.Get_source(), tag=TAG_DATA):
                 m.hops.append(self.me)
                 if m.dst == self.me:
+                    if type(m.payload) is Pickled:
+                        m.payload = m.payload.load()
                     arrived.append(m)
                 else:
                     self.outgoing[self.topology.next_hop(self.me, m.dst)].append(m)
