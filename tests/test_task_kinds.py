@@ -6,8 +6,10 @@ The kind: a *link* waits for its input variable; once it is bound it works for a
 binds its output variable to the input's tally plus its own index. The entry spawns a chain of
 links, each reading the one before, so idle PEs steal links that have not started yet: links
 travel (their variables as global names), read and bind variables across PEs, and the tallies
-they pass on cross PEs through the codec registered here. Run as a script (under mpiexec), the
-file prints the run's bindings.
+they pass on cross PEs through the codec registered here. With `AskingRuntime` the chain's first
+tally comes from the last PE by a round trip of two message kinds of the runtime's own (ASK and
+TELL, `Net.add_handler`). Run as a script (under mpiexec), the file prints the run's bindings
+(`asking`: and the PE that answered).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import pytest
 from hpgrem.ir import Entry, Module
 from pam.errors import Deadlock
 from pam.machine import Machine
-from pam.pack import WORD
+from pam.pack import HEADER, WORD
 from pam.step import declare
 from pam.task import Task
 from pam.terms import Var, deref
@@ -133,10 +135,7 @@ class ChainRuntime:
                 pe.push(Link(link, current, nxt, i))
                 current = nxt
             pe.bind(result, current)
-            if self.outside_after is None:
-                pe.bind(first, Tally(0, 0))
-            else:
-                self.first = first
+            self.start(pe, first)
             return None
 
         if pe.net is not None:
@@ -146,6 +145,13 @@ class ChainRuntime:
             pe.hooks.append(lambda: self.outside_event(pe))
         steps = self.steps[pe.number] = {"link": link, "chain": chain}
         return steps
+
+    def start(self, pe, first: Var) -> None:
+        """Give the chain its first input now, or leave it to PE 0's hook."""
+        if self.outside_after is None:
+            pe.bind(first, Tally(0, 0))
+        else:
+            self.first = first
 
     def outside_event(self, pe) -> bool:
         """PE 0's hook: True while the chain still waits for its first input from outside."""
@@ -163,6 +169,33 @@ class ChainRuntime:
     def show(self, value, names: dict) -> str:
         value = deref(value)
         return f"{value.total}/{value.links}" if type(value) is Tally else "unbound"
+
+
+class AskingRuntime(ChainRuntime):
+    """PE 0 asks the last PE for the chain's first tally (ASK, a message kind of this runtime's
+    own); that PE's handler answers TELL, whose handler on PE 0 binds the first input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.told_by: int | None = None
+
+    def load(self, pe, timeout=None) -> dict:
+        steps = super().load(pe, timeout)
+        if pe.net is not None:
+            pe.net.add_handler("ASK", lambda m: pe.net.send("TELL", m.src, (pe.number, 0, 0)))
+            pe.net.add_handler("TELL", lambda m: self.told(pe, m.payload))
+        return steps
+
+    def start(self, pe, first: Var) -> None:
+        if pe.net is None:
+            pe.bind(first, Tally(0, 0))
+            return
+        self.first = first
+        pe.net.send("ASK", pe.net.topology.pes - 1, "the first tally, please")
+
+    def told(self, pe, payload: tuple) -> None:
+        self.told_by, total, links = payload
+        pe.bind(self.first, Tally(total, links))
 
 
 def chain_module() -> Module:
@@ -197,6 +230,33 @@ def test_a_new_kind_runs_under_mpi():
 
 
 @pytest.mark.parametrize("pes", [1, 16])
+def test_a_message_kind_of_a_runtimes_own_makes_a_round_trip(pes):
+    runtime = AskingRuntime()
+    result = run_chain(runtime, pes=pes)
+    assert result.bindings == EXPECTED
+    if pes > 1:
+        assert runtime.told_by == pes - 1
+        sent = result.stats.to_json()["per_pe"]
+        # ASK carries a 23-character string (a length word and its bytes), TELL three numbers
+        assert sent[0]["bytes_by_kind"]["ASK"] == HEADER + WORD + 23
+        assert sent[pes - 1]["bytes_by_kind"]["TELL"] == HEADER + 3 * WORD
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not installed")
+def test_a_message_kind_of_a_runtimes_own_makes_a_round_trip_under_mpi():
+    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, __file__, "asking"], capture_output=True, text=True,
+                       cwd=Path(__file__).parent.parent, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [*EXPECTED, "told by 1"]
+
+
+def test_a_runtime_may_not_take_over_a_message_kind_of_the_machine():
+    machine = Machine(chain_module(), stream=io.StringIO(), runtime=ChainRuntime(), pes=2)
+    with pytest.raises(ValueError, match="VALUE is the machine's own"):
+        machine.pes[0].net.add_handler("VALUE", lambda m: None)
+
+
+@pytest.mark.parametrize("pes", [1, 16])
 def test_a_hook_waiting_for_an_outside_event_keeps_the_run_alive(pes):
     runtime = ChainRuntime(outside_after=50)
     assert run_chain(runtime, pes=pes).bindings == EXPECTED
@@ -223,11 +283,14 @@ def _main() -> None:
 
     from pam.errors import RankExit
 
+    runtime = AskingRuntime() if sys.argv[1:] == ["asking"] else ChainRuntime()
     try:
-        result = Machine(chain_module(), runtime=ChainRuntime(), comm=MPI.COMM_WORLD).run()
+        result = Machine(chain_module(), runtime=runtime, comm=MPI.COMM_WORLD).run()
     except RankExit as e:
         sys.exit(e.status)
     print("\n".join(result.bindings))
+    if isinstance(runtime, AskingRuntime):
+        print(f"told by {runtime.told_by}")
 
 
 if __name__ == "__main__":
