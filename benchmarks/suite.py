@@ -154,6 +154,16 @@ def bench_speedup16() -> list[Row]:
     return rows
 
 
+def bench_remote() -> list[Row]:
+    """Data read on another PE: a 2,000-cell list built on PE 0 and summed on PE 1, virtual time
+    on one PE against 2 and 16 (mesh:4x4) simulated PEs (below 1: the list's message costs more
+    than the sum saves)."""
+    path = HERE / "parlog" / "remote_list.par"
+    one = virtual_time(path, 1)
+    return [Row("remote2k@2", "speedup", one / virtual_time(path, 2), "x"),
+            Row("remote2k@16", "speedup", one / virtual_time(path, 16, "mesh:4x4"), "x")]
+
+
 def virtual_time(path: Path, pes: int, topology: str | None = None) -> float:
     """The virtual time of a program's run (PARLOG or ML) on `pes` simulated PEs."""
     from pam.machine import Machine
@@ -195,6 +205,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "tak": lambda: bench_ml("tak"),
     "nqueens8": lambda: bench_ml("nqueens8"),
     "speedup16": bench_speedup16,
+    "remote2k": bench_remote,
     "mpi2": bench_mpi2,
 }
 
