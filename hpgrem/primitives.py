@@ -21,6 +21,12 @@ NOT_YET = frozenset({"set/3", "subset/3", "call/3"})
 
 PRIMITIVES = TESTS | BODY
 
+# Primitives the machine runs at commit rather than as tasks: they have no effect but bindings
+# (the schedule pass relies on it; pam.parlog.primitives implements them so).
+INLINE = TESTS | frozenset({
+    "=/2", "is/2", "functor/3", "arg/3", "=../2", "atom_codes/2", "number_codes/2", "length/2", "true/0",
+})
+
 
 def is_primitive(key: str) -> bool:
     return key in PRIMITIVES

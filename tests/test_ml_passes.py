@@ -126,11 +126,11 @@ def functions(text: str, passes: tuple[str, ...]):
 def test_ml_flatten_passes_tuple_items_and_keeps_a_wrapper():
     m = functions(TAK + "val t = (18, 12, 6)\nval _ = print (Int.toString (tak (18, 12, 6) + tak t))\n",
                   ("ml-flatten",))
-    worker = next(f for k, f in m.functions.items() if k.endswith("/flat") and f.name == "tak")
+    worker = next(f for k, f in m.rules.items() if k.endswith("/flat") and f.name == "tak")
     assert worker.arity == 3
-    calls = [x for f in m.functions.values() for x in ir.walk(f.body) if isinstance(x, ir.CallKnown)]
+    calls = [x for f in m.rules.values() for x in ir.walk(f.body) if isinstance(x, ir.CallKnown)]
     assert all(not any(isinstance(a, ir.Tuple) for a in c.args) for c in calls if c.function == worker.key)
-    wrapper = m.functions[worker.key[: -len("/flat")]]
+    wrapper = m.rules[worker.key[: -len("/flat")]]
     assert isinstance(wrapper.body, ir.CallKnown) and wrapper.body.function == worker.key
 
 
@@ -145,14 +145,14 @@ def test_ml_inline_inlines_small_functions_only():
             "fun loop (i, acc) = if i = 0 then acc else loop (i - 1, add (acc, sq i))\n"
             'val _ = print (Int.toString (loop (10, 0)) ^ "\\n")\n')
     m = functions(text, ("ml-inline", "prune-unreachable"))
-    assert not any(f.name in ("sq", "add") for f in m.functions.values())
-    assert any(f.name == "loop" for f in m.functions.values())
+    assert not any(f.name in ("sq", "add") for f in m.rules.values())
+    assert any(f.name == "loop" for f in m.rules.values())
     assert outcome(text, ("ml-inline",)) == outcome(text, ()) == ("385\n", None)
 
 
 def test_ml_ranges_drops_the_checks_a_guard_makes_needless():
     m = functions(FIB + "val _ = fib 10\n" + TAK + "val _ = tak (3, 2, 1)\n", ("ml-ranges",))
-    notes = {f.name: m.annotation(k, "overflow") for k, f in m.functions.items() if f.name in ("fib", "tak")}
+    notes = {f.name: m.annotation(k, "ml-ranges.overflow") for k, f in m.rules.items() if f.name in ("fib", "tak")}
     assert notes["fib"][1:] == ("lohi", "", "")  # fib (n - 1) + fib (n - 2) with n >= 2
     assert notes["tak"][1:] == ("", "lo", "lo")  # x - 1 with x > y; y - 1 and z - 1 only downwards
 
@@ -174,8 +174,8 @@ def test_overflow_still_raised_at_the_edges(text, expected):
 def test_a_stale_or_malformed_overflow_note_keeps_every_check():
     from pam.ml.annotations import overflow_checks as _overflow_checks
     m = functions(FIB + "val _ = fib 10\n", ("ml-ranges",))
-    key, fn = next((k, f) for k, f in m.functions.items() if f.name == "fib")
-    note = m.annotation(key, "overflow")
+    key, fn = next((k, f) for k, f in m.rules.items() if f.name == "fib")
+    note = m.annotation(key, "ml-ranges.overflow")
     assert len(_overflow_checks(fn, note)) == 3
     assert _overflow_checks(fn, ("0000000000000000",) + note[1:]) == {}
     assert _overflow_checks(fn, note[:1] + ("", "", "x")) == {}
@@ -187,10 +187,10 @@ def test_ml_grain_runs_small_par_calls_sequentially():
             "  let val (x, y) = ForkJoin.par (fn () => pfib (n - 1), fn () => pfib (n - 2)) in x + y end\n"
             'val _ = print (Int.toString (pfib 20) ^ "\\n")\n')
     m = functions(text, ("ml-grain",))
-    (key, fn), = [(k, f) for k, f in m.functions.items() if f.name == "pfib" and not k.endswith("/seq")]
-    (callee, s0), = m.annotation(key, "grain")
+    (key, fn), = [(k, f) for k, f in m.rules.items() if f.name == "pfib" and not k.endswith("/seq")]
+    (callee, s0), = m.annotation(key, "ml-grain.grain")
     assert callee == key and 5 <= s0 <= 15
-    assert any(k.endswith("/seq") for k in m.functions)
+    assert any(k.endswith("/seq") for k in m.rules)
     base = outcome(text, ())
     assert base == ("6765\n", None)
     assert outcome(text, ("ml-grain",), pes=16) == base
@@ -263,12 +263,12 @@ def test_depth_bounded_copy_only_where_the_argument_bounds_the_depth():
     text = ("fun down n = if n <= 0 then 0 else 1 + down (n - 1)\n"
             'val _ = print (Int.toString (down 150) ^ " " ^ Int.toString (down 1000000) ^ "\\n")\n')
     m = functions(text, ("ml-ranges",))
-    (key, fn), = [(k, f) for k, f in m.functions.items() if f.name == "down"]
-    assert m.annotation(key, "depth")[1:] == (0, 1)
+    (key, fn), = [(k, f) for k, f in m.rules.items() if f.name == "down"]
+    assert m.annotation(key, "ml-ranges.depth")[1:] == (0, 1)
     for passes in (("ml-ranges",), ("ml-ranges", "ml-batch-counts"), None):
         assert outcome(text, passes) == ("150 1000000\n", None)
     growing = "fun up n = if n <= 0 then 0 else 1 + up (n + 1)\nval _ = up 0\n"
-    assert all(m.annotation(k, "depth") is None for k in functions(growing, ("ml-ranges",)).functions)
+    assert all(m.annotation(k, "ml-ranges.depth") is None for k in functions(growing, ("ml-ranges",)).rules)
 
 
 def test_ml_switch_decides_known_tests_and_flattens_equality_chains():
@@ -277,7 +277,7 @@ def test_ml_switch_decides_known_tests_and_flattens_equality_chains():
             "fun h x = if x = 1 then 10 else if x = 2 then 20 else if x < 0 then (if x < 0 then 1 else 2) else 0\n"
             'val _ = print (Int.toString (k (0, 0) + k (0, 1) + g [5] + g [] + h 2 + h ~3 + h 9) ^ "\\n")\n')
     m = functions(text, ("simplify", "ml-switch"))
-    bodies = {f.name: f.body for f in m.functions.values() if f.name in ("k", "g", "h")}
+    bodies = {f.name: f.body for f in m.rules.values() if f.name in ("k", "g", "h")}
     assert not any(isinstance(x, ir.Let) for x in ir.walk(bodies["k"]))  # no arm number
     assert sum(isinstance(x, ir.Switch) for x in ir.walk(bodies["g"])) == 1  # xs tested once
     h_switch, = [x for x in ir.walk(bodies["h"]) if isinstance(x, ir.Switch)]
@@ -306,12 +306,12 @@ def test_hostile_ml_annotations_are_ignored(tmp_path):
     marker = tmp_path / "pwned"
     payload = f"__import__('pathlib').Path({str(marker)!r}).write_text('x')"
     for key, notes in doc["annotations"].items():
-        if "overflow" in notes:
-            notes["overflow"] = [notes["overflow"][0], payload, "", ""]
-        if "depth" in notes:
-            notes["depth"] = [notes["depth"][0], payload, 2]
+        if "ml-ranges.overflow" in notes:
+            notes["ml-ranges.overflow"] = [notes["ml-ranges.overflow"][0], payload, "", ""]
+        if "ml-ranges.depth" in notes:
+            notes["ml-ranges.depth"] = [notes["ml-ranges.depth"][0], payload, 2]
         if key == "":
-            notes["calls"] = payload
+            notes["ml-batch-counts.calls"] = payload
     hpg.write_text(json.dumps(doc))
     r = hpgrem("run", str(hpg))
     assert not marker.exists()

@@ -165,7 +165,7 @@ def test_program_print_then_parse(text):
     m1 = compile_program(text, "a.par").complete()
     source = program_text(m1)
     m2 = compile_program(source, "b.par").complete()
-    assert m1.relations == m2.relations, source
+    assert m1.rules == m2.rules, source
 
 
 # -- unification laws ---------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from hpgrem.printer import text
 def program_text(module: ir.Module, include_prelude: bool = False) -> str:
     """Mode declarations and clauses of the module's relations, groups joined by `;`."""
     out: list[str] = []
-    for key, rel in module.relations.items():
+    for key, rel in module.rules.items():
         if key.startswith("prelude:") and not include_prelude or key.startswith("$goal"):
             continue
         if rel.modes:

@@ -55,8 +55,6 @@ def _parser() -> argparse.ArgumentParser:
                        help="do not run this pass (repeatable, or a comma list)")
         q.add_argument("--pass-option", action="append", default=[], metavar="PASS.OPTION=VALUE",
                        help="set an option of a pass when it runs (repeatable; `hpgrem ir --help` lists them)")
-        q.add_argument("--pass-option", action="append", default=[], metavar="PASS.OPTION=VALUE",
-                       help="set an option of a pass when it runs (repeatable; `hpgrem ir --help` lists them)")
 
     r = sub.add_parser("run", help="run a program", epilog="exit status: 0 success, 1 the program "
                        "failed, 2 usage or syntax error, 3 deadlock, 4 a limit was hit, 70 internal error")
@@ -190,7 +188,6 @@ def load_module(args, pending: list | None = None):
     running them) instead of raised."""
     from hpgrem.driver.pipeline import Options, compile_text, read_program
     options = Options(goal=args.goal, opt=args.opt, passes=args.passes, disable=tuple(args.disable),
-                      pass_options=tuple(args.pass_option),
                       pass_options=tuple(args.pass_option),
                       after=getattr(args, "after", None))
     text = read_program(args.file, options)

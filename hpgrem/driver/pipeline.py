@@ -32,6 +32,7 @@ class Options:
     passes: tuple[str, ...] | None = None  # exactly these optimizing passes, in order, instead of the level's
     disable: tuple[str, ...] = ()  # optimizing passes not to run
     after: str | None = None  # stop after this pass (to print the module there)
+    pass_options: tuple[str, ...] = ()  # `--pass-option PASS.OPTION=VALUE`, as written
 
 
 def compile_file(path: str, options: Options = Options()) -> Compiled:
@@ -80,6 +81,21 @@ def selected_passes(options: Options) -> list[str]:
     return names
 
 
+def pass_options(options: Options) -> dict[str, dict[str, object]]:
+    """The `--pass-option`s by pass and option; UsageError (one line) for an unknown pass or
+    option or a value it cannot take."""
+    from hpgrem.passes import PassError, parse_option
+
+    out: dict[str, dict[str, object]] = {}
+    for text in options.pass_options:
+        try:
+            name, key, value = parse_option(text)
+        except PassError as e:
+            raise UsageError(str(e)) from None
+        out.setdefault(name, {})[key] = value
+    return out
+
+
 def _check_kind(file: str, options: Options) -> None:
     """Refuse, before reading anything, a file of no known kind and options that do not apply."""
     from frontend import FRONT_ENDS
@@ -93,6 +109,7 @@ def _check_kind(file: str, options: Options) -> None:
     elif options.goal is not None and not FRONT_ENDS[ext].goals:
         raise UsageError("--goal is for PARLOG programs; an ML program runs its declarations")
     selected_passes(options)
+    pass_options(options)
 
 
 def _compile(text: str, file: str, options: Options) -> Compiled:
@@ -128,7 +145,7 @@ def _optimize(module: Module, options: Options) -> Module:
     from hpgrem.verify import verify
 
     names = selected_passes(options)
-    module = run_passes(module, names, analyses=options.after is None)
+    module = run_passes(module, names, analyses=options.after is None, options=pass_options(options))
     problems = verify(module)
     if problems:
         raise AssertionError(f"the module does not verify after passes {names}: " + "; ".join(problems))

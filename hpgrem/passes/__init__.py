@@ -1,25 +1,42 @@
 """The pass tables and the pass manager.
 
 A pass is a module of this package with a class whose `name` is its table key and whose
-`apply(module)` returns the new module. It declares the analyses it `requires` (run before it
-when their annotations are not current) and the ones it `invalidates` (their annotations are
-dropped after it); a pass that declares nothing invalidates every analysis, the safe default.
+`apply(module)` returns the new module. It declares (class attributes, all optional but `name`):
 
-An *analysis* is a pass that only records annotations (`module.annotations`, docs/ir.md); it
-lists the annotation names it `records`. The analyses the machine reads always run, last, so
-the module handed to the machine carries them whatever passes ran.
+- `dialects`: the dialects whose modules it applies to; the manager skips it on any other
+  (absent: every dialect);
+- `records`: the short names of the annotations it writes. Annotations are owned: a note is
+  stored as `annotations[rule key]["OWNER.name"]` (`granularity.cost`, `index-rules.switch`),
+  so two owners may use the same short name; a pass writes only its own namespace, through
+  `annotated(module, self, notes)`, and the manager refuses any other change of a note;
+- `requires`: the analyses run before it when their notes are not current;
+- `preserves`: the analyses whose notes stay true after it changes the rules. A pass that
+  leaves the rules as they were (the same objects: it only recorded notes) invalidates nothing;
+  one that changes them invalidates every other analysis, whose notes are then dropped, on the
+  rules of the pass's dialects only;
+- `options`: {field: Option(help)}, fields of the pass's dataclass that `--pass-option
+  NAME.FIELD=VALUE` sets (their type and default are the field's).
+
+An *analysis* is a pass that only records notes (docs/ir.md); its notes are a function of the
+rules. The analyses the machine reads always run, last, and so does every analysis a pass
+required that a later pass invalidated, so the module handed to the machine carries current
+notes whatever passes ran.
 
 `-O0` runs no optimizing pass, `-O1` the default list, `-O2` all. The tables import lazily, so
-the driver can list and select passes without loading them.
+the driver can select passes without loading them (listing their options loads them).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol
+import math
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
-if TYPE_CHECKING:  # the tables are read without loading the IR (`hpgrem ir --help`)
+if TYPE_CHECKING:  # the tables are read without loading the IR
     from hpgrem.ir import Module
 
 # name -> "module:Class"; the optimizing passes, in the order `-O2` runs them.
@@ -44,6 +61,7 @@ PASS_TABLE: dict[str, str] = {
 ANALYSIS_TABLE: dict[str, str] = {
     "granularity": "hpgrem.passes.granularity:Granularity",
     "ml-kinds": "hpgrem.passes.ml_kinds:MLKinds",
+    "flow": "hpgrem.passes.flow:DataFlow",
 }
 
 LEVELS: dict[int, tuple[str, ...]] = {
@@ -53,22 +71,38 @@ LEVELS: dict[int, tuple[str, ...]] = {
 }
 
 MACHINE_ANALYSES: tuple[str, ...] = ("granularity", "ml-kinds")
-"""What the machine reads (pam/parlog/rules.py, pam/ml/codegen.py): it runs no analysis of its own."""
+"""What the machine reads of every module (pam/parlog/rules.py, pam/ml/annotations.py): it runs
+no analysis of its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """A pass option: a field of the pass's dataclass (its type and default are the field's),
+    with one line of help and, for a number, the least value that makes sense."""
+
+    help: str
+    minimum: int | float | None = None
 
 
 class Pass(Protocol):
+    """What a pass or an analysis declares (only `name` and `apply` are required)."""
+
     name: str
-    requires: tuple[str, ...]  # optional: none when absent
-    invalidates: tuple[str, ...]  # optional: every analysis when absent
+    dialects: tuple[str, ...]  # absent: every dialect
+    records: tuple[str, ...]  # absent: none
+    requires: tuple[str, ...]  # absent: none
+    preserves: tuple[str, ...]  # absent: none (when it changes the rules)
+    options: ClassVar[Mapping[str, Option]]  # absent: none
 
     def apply(self, module: Module) -> Module: ...
 
 
-class Analysis(Protocol):
-    name: str
-    records: tuple[str, ...]
+class PassError(ValueError):
+    """A pass option that does not exist or a value it cannot take (a usage error, one line)."""
 
-    def apply(self, module: Module) -> Module: ...
+
+PassOptions = Mapping[str, Mapping[str, object]]
+"""Option values by pass name, then by option name."""
 
 
 def level(opt: int) -> tuple[str, ...]:
@@ -76,48 +110,178 @@ def level(opt: int) -> tuple[str, ...]:
     return LEVELS[max(0, min(opt, 2))]
 
 
-def get_pass(name: str) -> Pass | Analysis:
-    """An instance of the optimizing pass or analysis `name` (KeyError if there is none)."""
+def pass_class(name: str) -> type:
+    """The class of the optimizing pass or analysis `name` (KeyError if there is none)."""
     module_name, cls = {**PASS_TABLE, **ANALYSIS_TABLE}[name].split(":")
-    return getattr(importlib.import_module(module_name), cls)()
+    return getattr(importlib.import_module(module_name), cls)
 
 
-def run_passes(module: Module, names: tuple[str, ...] | list[str], *, analyses: bool = True) -> Module:
-    """Apply the optimizing passes `names` in order, each after the analyses it requires; then,
-    with `analyses`, the analyses the machine reads that are not current."""
+def get_pass(name: str, options: Mapping[str, object] | None = None) -> Pass:
+    """An instance of the optimizing pass or analysis `name` with `options` set (KeyError if
+    there is none)."""
+    return pass_class(name)(**(options or {}))
+
+
+def declared_options(name: str) -> dict[str, tuple[type, object, Option]]:
+    """The options of pass `name`: option -> (type, default, declaration)."""
+    cls = pass_class(name)
+    declared = getattr(cls, "options", {})
+    if not declared:
+        return {}
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    return {key: (hints[key], fields[key].default, opt) for key, opt in declared.items()}
+
+
+def parse_option(text: str) -> tuple[str, str, object]:
+    """`NAME.KEY=VALUE` -> (pass, option, value of the option's type); PassError (one line)
+    for an unknown pass or option or a value it cannot take."""
+    target, eq, raw = text.partition("=")
+    name, dot, key = target.rpartition(".")
+    if not eq or not dot or not name or not key:
+        raise PassError(f"--pass-option {text!r}: expected PASS.OPTION=VALUE")
+    if name not in PASS_TABLE and name not in ANALYSIS_TABLE:
+        raise PassError(f"--pass-option {text!r}: unknown pass '{name}'")
+    options = declared_options(name)
+    if key not in options:
+        known = ", ".join(options) if options else "none"
+        raise PassError(f"--pass-option {text!r}: {name} has no option '{key}' (its options: {known})")
+    kind, _, opt = options[key]
+    return name, key, _value(text, raw, kind, opt)
+
+
+def _value(text: str, raw: str, kind: type, opt: Option) -> object:
+    word = raw.strip().lower()
+    if kind is bool:
+        if word in ("true", "yes", "on", "1"):
+            return True
+        if word in ("false", "no", "off", "0"):
+            return False
+        raise PassError(f"--pass-option {text!r}: expected true or false")
+    if kind is str:
+        return raw
+    try:
+        value = int(word) if kind is int else float(word)
+    except ValueError:
+        raise PassError(f"--pass-option {text!r}: expected {'an integer' if kind is int else 'a number'}") from None
+    if not math.isfinite(value) or opt.minimum is not None and value < opt.minimum:
+        low = f" of at least {opt.minimum}" if opt.minimum is not None else ""
+        raise PassError(f"--pass-option {text!r}: expected a finite number{low}")
+    return value
+
+
+def options_help() -> list[str]:
+    """One line per option of every pass and analysis (`hpgrem ir --help`)."""
+    lines = []
+    for name in (*PASS_TABLE, *ANALYSIS_TABLE):
+        for key, (kind, default, opt) in declared_options(name).items():
+            lines.append(f"  {name}.{key}={kind.__name__.upper()} (default {default}): {opt.help}")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# The manager
+
+
+def run_passes(module: Module, names: tuple[str, ...] | list[str], *, analyses: bool = True,
+               options: PassOptions | None = None) -> Module:
+    """Apply the optimizing passes `names` in order (each on a module of its dialects only),
+    each after the analyses it requires, with `options` (pass -> option -> value); then, with
+    `analyses`, the analyses the machine reads and those required earlier that are no longer
+    current."""
+    options = options or {}
     current: set[str] = set()
+    required: list[str] = []
     for name in names:
-        p = get_pass(name)
+        p = get_pass(name, options.get(name))
+        if not _applies(p, module):
+            continue
         for needed in getattr(p, "requires", ()):
+            if needed not in required:
+                required.append(needed)
             if needed not in current:
-                module = get_pass(needed).apply(module)
-                current.add(needed)
-        module = _drop_removed_rules_annotations(p.apply(module))
-        invalidated = set(getattr(p, "invalidates", ANALYSIS_TABLE))
-        module = _forget(module, invalidated)
-        current -= invalidated
+                module = _run(get_pass(needed, options.get(needed)), module, current)
+        module = _run(p, module, current)
     if analyses:
-        for name in MACHINE_ANALYSES:
+        for name in (*MACHINE_ANALYSES, *required):
             if name not in current:
-                module = get_pass(name).apply(module)
+                a = get_pass(name, options.get(name))
+                if _applies(a, module):
+                    module = _run(a, module, current)
     return module
 
 
-def annotated(module: Module, notes: dict[str, dict[str, object]]) -> Module:
-    """`module` with `notes` (rule key -> {name: value}) added to a copy of its annotations."""
+def _applies(p: Pass, module: Module) -> bool:
+    dialects = getattr(p, "dialects", None)
+    return dialects is None or module.dialect in dialects
+
+
+def _run(p: Pass, module: Module, current: set[str]) -> Module:
+    """`p` applied to `module`; `current` (the analyses whose notes are true) updated."""
+    out = p.apply(module)
+    if p.name in ANALYSIS_TABLE:
+        current.add(p.name)
+    if out is module:
+        return module
+    _check_notes(p, module, out)
+    out = _drop_removed_rules_annotations(out)
+    if out.entry is module.entry and out.rules.keys() == module.rules.keys() \
+            and all(out.rules[k] is r for k, r in module.rules.items()):
+        return out  # the rules are as they were: every analysis's notes stay true
+    invalidated = set(ANALYSIS_TABLE) - set(getattr(p, "preserves", ())) - {p.name}
+    current -= invalidated
+    return _forget(out, invalidated, getattr(p, "dialects", None))
+
+
+def annotated(module: Module, owner: Pass, notes: dict[str, dict[str, object]]) -> Module:
+    """`module` with `notes` (rule key -> {short name: value}) of `owner` (a pass: its `name`
+    is the namespace, its `records` the names it may use) added to a copy of its annotations."""
+    records = getattr(owner, "records", ())
     merged = {key: dict(values) for key, values in module.annotations.items()}
     for key, values in notes.items():
-        merged.setdefault(key, {}).update(values)
+        for short in values:
+            if short not in records:
+                raise ValueError(f"pass {owner.name} records {short!r}, which it does not declare in `records`")
+        merged.setdefault(key, {}).update({f"{owner.name}.{short}": v for short, v in values.items()})
     return replace(module, annotations=merged)
 
 
-def _forget(module: Module, analyses: set[str]) -> Module:
-    """`module` without the annotations that `analyses` record (whoever recorded them: a `.hpg`
-    file carries annotations too)."""
-    names = {n for a in analyses for n in get_pass(a).records}
-    if not any(n in names for values in module.annotations.values() for n in values):
+def owner_of(name: str) -> str:
+    """The pass or analysis that owns the annotation `name` (`granularity` of `granularity.cost`)."""
+    return name.partition(".")[0]
+
+
+def _check_notes(p: Pass, before: Module, after: Module) -> None:
+    """A pass may change only its own notes (and those of rules it removed)."""
+    if after.annotations is before.annotations:
+        return
+    own = {f"{p.name}.{short}" for short in getattr(p, "records", ())}
+    for key in before.annotations.keys() | after.annotations.keys():
+        if key in before.rules and key not in after.rules:
+            continue
+        old, new = before.annotations.get(key, {}), after.annotations.get(key, {})
+        if old is new:
+            continue
+        for name in (old.keys() | new.keys()) - own:
+            if name not in old or name not in new or old[name] is not new[name] and old[name] != new[name]:
+                raise AssertionError(f"pass {p.name} changed the annotation {name!r} of {key!r}, "
+                                     f"which is not one of its own ({', '.join(sorted(own)) or 'it records none'})")
+
+
+def _forget(module: Module, analyses: set[str], dialects: tuple[str, ...] | None) -> Module:
+    """`module` without the notes of `analyses` (whoever wrote them: a `.hpg` file carries
+    notes too) on the rules of `dialects` (all when None) and the module facts."""
+    from hpgrem.ir import MODULE_FACTS
+
+    def dropped(key: str, name: str) -> bool:
+        if owner_of(name) not in analyses:
+            return False
+        rule = module.rules.get(key)
+        return key == MODULE_FACTS or dialects is None or rule is None or rule.dialect in dialects
+
+    if not any(dropped(key, n) for key, values in module.annotations.items() for n in values):
         return module
-    notes = {key: {n: v for n, v in values.items() if n not in names} for key, values in module.annotations.items()}
+    notes = {key: {n: v for n, v in values.items() if not dropped(key, n)} for key, values in module.annotations.items()}
     return replace(module, annotations={key: values for key, values in notes.items() if values})
 
 

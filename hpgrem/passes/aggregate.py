@@ -1,6 +1,6 @@
 """aggregate: messages to the same PE in one slice travel as one packet.
 
-A pass of the machine, not of the code: it records the module fact `messages` = "aggregate",
+A pass of the machine, not of the code: it records the module fact `aggregate.messages` = "aggregate",
 which the machine reads (pam/machine.py). Then a simulated PE packs what one batch of its
 steps (a slice) sent to the same destination PE into one packet, which crosses each link of
 its route with one link start-up (`CostModel.hop_startup`) for the bytes of all its messages,
@@ -22,19 +22,15 @@ from dataclasses import dataclass
 from hpgrem import ir
 from hpgrem.passes import annotated
 
-FACT = "messages"
-
-
 @dataclass(frozen=True)
 class Aggregate:
-    name: str = "aggregate"
-    requires: tuple[str, ...] = ()
-    invalidates: tuple[str, ...] = ()  # it changes no body
+    name: str = "aggregate"  # of every dialect: it is about messages, not code
+    records: tuple[str, ...] = ("messages",)
 
     def apply(self, module: ir.Module) -> ir.Module:
-        return annotated(module, {ir.MODULE_FACTS: {FACT: "aggregate"}})
+        return annotated(module, self, {ir.MODULE_FACTS: {"messages": "aggregate"}})
 
 
 def aggregates(module: ir.Module) -> bool:
     """Whether the machine packs a slice's messages to one PE together (the pass ran)."""
-    return module.annotation(ir.MODULE_FACTS, FACT) == "aggregate"
+    return module.annotation(ir.MODULE_FACTS, "aggregate.messages") == "aggregate"

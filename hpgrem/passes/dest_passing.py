@@ -5,14 +5,14 @@ Where the modes say an output is unbound and a looping clause (tail-loop) gives 
 built in place: its tail is filled by the next iteration directly, with no `Var` per cell.
 Records `dest`: the output position so built (one per relation). The machine still checks at
 run time that the caller's argument is an unbound variable nobody waits on, and otherwise takes
-the general path; it takes effect only together with tail-loop.
+the general path; it takes effect only together with tail-loop (`tail-loop.loop`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpgrem.ir import Clause, Dialect, Module, Relation, Struct, Var, walk
+from hpgrem.ir import Clause, Module, Relation, Struct, Var, walk
 from hpgrem.passes import annotated
 from hpgrem.passes.tail_loop import first_relation_call
 
@@ -50,15 +50,13 @@ def dest_position(module: Module, rel: Relation) -> int | None:
 @dataclass(frozen=True)
 class DestPassing:
     name: str = "dest-passing"
-    requires: tuple[str, ...] = ()
-    invalidates: tuple[str, ...] = ()
+    dialects: tuple[str, ...] = ("parlog",)
+    records: tuple[str, ...] = ("dest",)
 
     def apply(self, module: Module) -> Module:
-        if module.dialect != Dialect.PARLOG:
-            return module
         notes = {}
-        for key, rel in module.relations.items():
+        for key, rel in module.rules.items():
             i = dest_position(module, rel)
             if i is not None:
                 notes[key] = {"dest": i}
-        return annotated(module, notes)
+        return annotated(module, self, notes)

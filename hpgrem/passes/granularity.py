@@ -1,5 +1,5 @@
 """granularity: compile-time estimates about PARLOG relations, for the scheduler and the cost
-model (DESIGN.md, "Distribution"). Annotations, per relation:
+model (DESIGN.md, "Distribution"). Annotations, per relation (`granularity.cost`, ...):
 
 - `cost` (int): abstract-machine instructions of one reduction, the mean over its clauses;
 - `exportable` (bool): whether its calls can fan out into unbounded work, so that they are
@@ -15,39 +15,38 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from hpgrem.ir import Dialect, Module, Relation, Struct, calls_in
+from hpgrem.ir import Module, Relation, Struct, calls_in
 from hpgrem.passes import annotated
 
 
 @dataclass(frozen=True)
 class Granularity:
     name: str = "granularity"
+    dialects: tuple[str, ...] = ("parlog",)
     records: tuple[str, ...] = ("cost", "exportable")
 
     def apply(self, module: Module) -> Module:
-        if module.dialect != Dialect.PARLOG:
-            return module
         branching = branching_relations(module)
-        return annotated(module, {key: {"cost": relation_cost(rel), "exportable": key in branching}
-                                  for key, rel in module.relations.items()})
+        return annotated(module, self, {key: {"cost": relation_cost(rel), "exportable": key in branching}
+                                        for key, rel in module.rules.items()})
 
 
 def branching_relations(module: Module) -> set[str]:
     """Relations some clause of whose recursive group calls the group twice or more (fib, a
     search tree)."""
     graph = nx.DiGraph()
-    for key, rel in module.relations.items():
+    for key, rel in module.rules.items():
         graph.add_node(key)
         for group in rel.groups:
             for c in group:
                 for call in calls_in(c.body):
-                    if call.target in module.relations:
+                    if call.target in module.rules:
                         graph.add_edge(key, call.target)
     out: set[str] = set()
     for component in nx.strongly_connected_components(graph):
         fans_out = any(
             sum(call.target in component for call in calls_in(c.body)) >= 2
-            for key in component for g in module.relations[key].groups for c in g)
+            for key in component for g in module.rules[key].groups for c in g)
         if fans_out:
             out |= component
     return out

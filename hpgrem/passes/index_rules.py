@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpgrem.ir import Dialect, Module, Relation, Var
+from hpgrem.ir import Module, Relation, Var
 from hpgrem.passes import annotated
 
 
@@ -28,15 +28,13 @@ def switch_position(rel: Relation) -> int | None:
 @dataclass(frozen=True)
 class IndexRules:
     name: str = "index-rules"
-    requires: tuple[str, ...] = ()
-    invalidates: tuple[str, ...] = ()  # it only records annotations
+    dialects: tuple[str, ...] = ("parlog",)
+    records: tuple[str, ...] = ("switch", "share")
 
     def apply(self, module: Module) -> Module:
-        if module.dialect != Dialect.PARLOG:
-            return module
         notes = {}
-        for key, rel in module.relations.items():
+        for key, rel in module.rules.items():
             k = switch_position(rel)
             if k is not None and sum(len(g) for g in rel.groups) > 1:
                 notes[key] = {"switch": k, "share": True}
-        return annotated(module, notes)
+        return annotated(module, self, notes)

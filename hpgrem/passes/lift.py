@@ -4,7 +4,7 @@ The `granularity` analysis marks a relation `exportable` when its recursive grou
 (calls itself twice or more in a clause). For such a relation this pass looks for an integer
 input that every self call decreases by a constant (`N1 is N - 1, ..., p(N1, ...)`): the work
 of a call then grows as base^N, base being the root of sum(x^-d) = 1 over the decrements d of
-the fanning clause (fib: 1 and 2, the golden ratio). It records `lift` = (position, base): at
+the fanning clause (fib: 1 and 2, the golden ratio). It records `lift.lift` = (position, base): at
 run time a goal of the relation is lifted into a task worth exporting (pam/parlog/goal.py) only when
 cost * base^N reaches a threshold made from the link's cost (a message costs as much as that
 much work); below it the goal stays on its PE and runs there, with no message. A relation
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpgrem.ir import Call, Clause, Dialect, Int, Module, Relation, Struct, Var, calls_in
+from hpgrem.ir import Clause, Int, Module, Relation, Struct, Var, calls_in
 from hpgrem.passes import annotated
 
 
@@ -68,15 +68,13 @@ def size_argument(rel: Relation) -> tuple[int, float] | None:
 @dataclass(frozen=True)
 class Lift:
     name: str = "lift"
-    requires: tuple[str, ...] = ()
-    invalidates: tuple[str, ...] = ()
+    dialects: tuple[str, ...] = ("parlog",)
+    records: tuple[str, ...] = ("lift",)
 
     def apply(self, module: Module) -> Module:
-        if module.dialect != Dialect.PARLOG:
-            return module
         notes = {}
-        for key, rel in module.relations.items():
+        for key, rel in module.rules.items():
             found = size_argument(rel)
             if found is not None:
                 notes[key] = {"lift": found}
-        return annotated(module, notes)
+        return annotated(module, self, notes)

@@ -2,12 +2,13 @@
 
 Direct code (ML functions that call only known functions, pam/ml/codegen.py) recurses in
 Python and counts every call as a reduction. Without this pass each call adds one to the
-counter on entry and compares its depth with the limit. With it (the module fact `calls` =
-"block"), the code generator counts the direct calls of each block of straight-line code
-once, at the block's start (`calls[0] += 2` for fib's two recursive calls; a leaf counts
-nothing), and the depth travels as a countdown that picks the callee (`(f_d if d else f_n)(d
-- 1, ...)`: at zero, `f_n` runs the rest on a heap stack as before). The banked count is still
-checked every 16,384 calls, so --timeout, --max-steps and deep recursion hold as before.
+counter on entry and compares its depth with the limit. With it (the module fact
+`ml-batch-counts.calls` = "block"), the code generator counts the direct calls of each block
+of straight-line code once, at the block's start (`calls[0] += 2` for fib's two recursive
+calls; a leaf counts nothing), and the depth travels as a countdown that picks the callee
+(`(f_d if d else f_n)(d - 1, ...)`: at zero, `f_n` runs the rest on a heap stack as before).
+The banked count is still checked every 16,384 calls, so --timeout, --max-steps and deep
+recursion hold as before.
 
 Counter effect: the same reductions, except that a block whose code raises before all its
 calls are made still counts them all.
@@ -24,10 +25,8 @@ from hpgrem.passes import annotated
 @dataclass(frozen=True)
 class MLBatchCounts:
     name: str = "ml-batch-counts"
-    requires: tuple[str, ...] = ()
-    invalidates: tuple[str, ...] = ()  # it changes no body
+    dialects: tuple[str, ...] = ("ml",)
+    records: tuple[str, ...] = ("calls",)
 
     def apply(self, module: ir.Module) -> ir.Module:
-        if module.dialect != ir.Dialect.ML:
-            return module
-        return annotated(module, {ir.MODULE_FACTS: {"calls": "block"}})
+        return annotated(module, self, {ir.MODULE_FACTS: {"calls": "block"}})

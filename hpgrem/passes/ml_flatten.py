@@ -24,18 +24,15 @@ SUFFIX = "/flat"
 @dataclass
 class MLFlatten:
     name: str = "ml-flatten"
-    requires: tuple[str, ...] = ()
-    invalidates: tuple[str, ...] = ("ml-kinds",)  # new functions, new calls
+    dialects: tuple[str, ...] = ("ml",)
     flattened: int = 0  # functions given a worker
     calls: int = 0  # calls that pass a tuple's items flat
 
     def apply(self, module: ir.Module) -> ir.Module:
-        if module.dialect != ir.Dialect.ML:
-            return module
         entry = module.entry.target if module.entry is not None else None
         plans: dict[str, dict[int, tuple[int, ...]]] = {}  # key -> argument position -> fields used
-        for key, fn in module.functions.items():
-            if key == entry or key.endswith(SUFFIX) or key + SUFFIX in module.functions:
+        for key, fn in module.rules.items():
+            if key == entry or key.endswith(SUFFIX) or key + SUFFIX in module.rules:
                 continue
             plan = {}
             for pos in range(len(fn.params) - fn.arity, len(fn.params)):
@@ -47,7 +44,7 @@ class MLFlatten:
         if not plans:
             return module
         rules: dict = {}
-        for key, fn in module.functions.items():
+        for key, fn in module.rules.items():
             if key in plans:
                 worker, wrapper = self._split(fn, plans[key])
                 rules[key] = wrapper
@@ -60,7 +57,7 @@ class MLFlatten:
             if body is not fn.body:
                 rules[key] = replace(fn, body=body)
         self.flattened = len(plans)
-        return ir.Module(module.source, rules, module.entry, module.dialect, dict(module.annotations))
+        return replace(module, rules=rules)
 
     def _split(self, fn: ir.Function, plan: dict[int, tuple[int, ...]]) -> tuple[ir.Function, ir.Function]:
         params: list[str] = []

@@ -6,7 +6,7 @@ task is worth that only when its work outweighs the messages of a steal. The pas
 the work of a call `g(s)` as a function of the size `s` of one int argument: an abstract
 evaluation of g's body with that argument known (conditions on it decided, calls counted,
 recursion followed while the size decreases), memoised by size. From it, the smallest size
-`s0` whose estimate reaches THRESHOLD calls is the grain. A `par` whose right thunk calls such
+`s0` whose estimate reaches `threshold` calls (an option, default 100) is the grain. A `par` whose right thunk calls such
 a function becomes
 
     if size < s0 then (left' (), right' ())   (* sequential, inline *)
@@ -17,21 +17,18 @@ reaches through par, with every `par` replaced by a sequential pair, so below th
 work runs as direct code, with no task, no fork and no join. Sequential evaluation is what par
 means (leftmost exception, effects in order), so only speed and the task count change.
 
-Annotation, per function with such a `par`: `grain` = (("callee key", s0), ...).
+Annotation, per function with such a `par`: `ml-grain.grain` = (("callee key", s0), ...).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from hpgrem import ir
 from hpgrem.ir import transform, walk
-from hpgrem.passes import annotated
+from hpgrem.passes import Option, annotated
 
-# Estimated calls of a task worth exporting: 100 calls are 3,000 instructions, 300 us of virtual
-# time, against tens of us for a steal's messages (measured on pfib_fine: 300 left 64 PEs short
-# of tasks, 1,000 already 16).
-THRESHOLD = 100
 MAX_SIZE = 64  # sizes tried for the grain
 SEQ = "/seq"
 
@@ -43,14 +40,18 @@ class Unknown(Exception):
 @dataclass
 class MLGrain:
     name: str = "ml-grain"
-    requires: tuple[str, ...] = ()
-    invalidates: tuple[str, ...] = ("ml-kinds",)  # new functions, new calls
+    dialects: tuple[str, ...] = ("ml",)
+    records: tuple[str, ...] = ("grain",)
+    # Estimated calls of a task worth exporting: 100 calls are 3,000 instructions, 300 us of
+    # virtual time, against tens of us for a steal's messages (measured on pfib_fine: 300 left
+    # 64 PEs short of tasks, 1,000 already 16).
+    threshold: int = 100
+    options: ClassVar[dict[str, Option]] = {
+        "threshold": Option("estimated calls a par's right thunk must reach to run as a task", minimum=1)}
     tested: int = 0  # par sites given a run-time grain test
 
     def apply(self, module: ir.Module) -> ir.Module:
-        if module.dialect != ir.Dialect.ML:
-            return module
-        functions = module.functions
+        functions = module.rules
         costs = _Costs(functions)
         rules = dict(functions)
         notes: dict[str, dict] = {}
@@ -61,7 +62,7 @@ class MLGrain:
             grains: list[tuple[str, int]] = []
 
             def at_par(p: ir.Par):
-                test = _grain_test(p.right, functions, costs)
+                test = _grain_test(p.right, functions, costs, self.threshold)
                 if test is None:
                     return p
                 local, bound, callee, s0 = test
@@ -77,11 +78,10 @@ class MLGrain:
                 notes[key] = {"grain": tuple(grains)}
         if not notes:
             return module
-        return annotated(ir.Module(module.source, rules, module.entry, module.dialect, dict(module.annotations)),
-                         notes)
+        return annotated(replace(module, rules=rules), self, notes)
 
 
-def _grain_test(thunk, functions, costs) -> tuple[ir.Local, int, str, int] | None:
+def _grain_test(thunk, functions, costs, threshold: int) -> tuple[ir.Local, int, str, int] | None:
     """When `thunk` is a closure whose body calls a function with an int argument its work
     grows with, and that argument is `x`, `x + c` or `x - c` for a local x known at the par
     site: (x, the bound on x below which the call is under the grain, the callee, the grain
@@ -106,7 +106,7 @@ def _grain_test(thunk, functions, costs) -> tuple[ir.Local, int, str, int] | Non
         except (Unknown, RecursionError):
             continue
         for s0, c in enumerate(estimates):
-            if c >= THRESHOLD:  # x + offset < s0  <=>  x < s0 - offset
+            if c >= threshold:  # x + offset < s0  <=>  x < s0 - offset
                 bound = s0 - offset
                 return (local, bound, g.key, s0) if ir.INT_MIN <= bound <= ir.INT_MAX else None
         return None

@@ -1,6 +1,6 @@
 """ml-inline: calls of small known functions replaced by their bodies.
 
-A function is inlined where it is called when it is small (at most SIZE nodes), is not on a
+A function is inlined where it is called when it is small (at most `size` nodes, an option, default 16), is not on a
 cycle of the call graph (so inlining ends), and is not the entry. `f(a1, ..., an)` becomes
 `let p1' = a1 in ... let pn' = an in body'`, where body' is the body with its parameters and
 every local it binds renamed to fresh names (`name.iN`: `.` is in no ML identifier), so names
@@ -13,27 +13,27 @@ removes `let`s of locals and literals, and `prune-unreachable` the functions no 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import networkx as nx
 
 from hpgrem import ir
 from hpgrem.ir import transform, walk
+from hpgrem.passes import Option
 
-SIZE = 16  # nodes of a body small enough to inline
 ROUNDS = 3
 
 
 @dataclass
 class MLInline:
     name: str = "ml-inline"
-    requires: tuple[str, ...] = ()
-    invalidates: tuple[str, ...] = ("ml-kinds",)  # bodies and calls change
+    dialects: tuple[str, ...] = ("ml",)
+    size: int = 16  # nodes of a body small enough to inline
+    options: ClassVar[dict[str, Option]] = {"size": Option("nodes of a body small enough to inline", minimum=0)}
     inlined: int = 0  # calls replaced
 
     def apply(self, module: ir.Module) -> ir.Module:
-        if module.dialect != ir.Dialect.ML:
-            return module
-        functions = module.functions
+        functions = module.rules
         entry = module.entry.target if module.entry is not None else None
         graph = nx.DiGraph()
         graph.add_nodes_from(functions)
@@ -43,7 +43,7 @@ class MLInline:
         recursive = {k for comp in nx.strongly_connected_components(graph) for k in comp
                      if len(comp) > 1 or graph.has_edge(k, k)}
         small = {k: fn for k, fn in functions.items()
-                 if k != entry and k not in recursive and _size(fn.body, SIZE + 1) <= SIZE}
+                 if k != entry and k not in recursive and _size(fn.body, self.size + 1) <= self.size}
         if not small:
             return module
         fresh = [0]
@@ -58,7 +58,7 @@ class MLInline:
                 body = new
             if body is not fn.body:
                 rules[key] = replace(fn, body=body)
-        return ir.Module(module.source, rules, module.entry, module.dialect, dict(module.annotations))
+        return replace(module, rules=rules)
 
     def _inline(self, call: ir.CallKnown, small: dict, fresh: list) -> ir.Expr:
         fn = small[call.function]

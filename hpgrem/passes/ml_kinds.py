@@ -1,5 +1,5 @@
 """ml-kinds: how the machine may run each ML function (pam/ml/codegen.py compiles by these).
-Annotations, per function:
+Annotations, per function (`ml-kinds.kind`, ...):
 
 - `kind` (str): "plain" when its calls are only to primitives and other plain functions and the
   plain call graph has no cycles (a self tail call is a loop), so running it directly cannot
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from hpgrem import ir
-from hpgrem.ir import MODULE_FACTS, Dialect, Module
+from hpgrem.ir import MODULE_FACTS, Module
 from hpgrem.passes import annotated
 
 EFFECTS = ("print", "!", ":=")  # primitives that print or touch a ref
@@ -31,12 +31,11 @@ EFFECTS = ("print", "!", ":=")  # primitives that print or touch a ref
 @dataclass(frozen=True)
 class MLKinds:
     name: str = "ml-kinds"
+    dialects: tuple[str, ...] = ("ml",)
     records: tuple[str, ...] = ("kind", "pure", "loop", "reads", "refs", "globals")
 
     def apply(self, module: Module) -> Module:
-        if module.dialect != Dialect.ML:
-            return module
-        functions = module.functions
+        functions = module.rules
         entry = module.entry.target if module.entry is not None else ""
         slots: dict[str, int] = {}
         calls: dict[str, set[str]] = {}
@@ -70,7 +69,7 @@ class MLKinds:
             kind = "plain" if key in plain else "direct" if key in direct else "generator"
             notes[key] = {"kind": kind, "pure": key not in impure, "loop": _self_tail_call(fn),
                           "reads": tuple(sorted(reads[key])), "refs": tuple(sorted(refs[key]))}
-        return annotated(module, notes)
+        return annotated(module, self, notes)
 
 
 def _nodes(expr):

@@ -8,12 +8,12 @@ their intervals in the branch it guards; a `case` on an int local fixes it in ea
 of calls are unknown. So in `if n < 2 then n else fib (n - 1) + fib (n - 2)` neither
 subtraction can overflow (n >= 2), and `x - 1` can only overflow downwards.
 
-Annotation, per function with int arithmetic: `overflow` = (fingerprint of the body, one entry
+Annotation, per function with int arithmetic: `ml-ranges.overflow` = (fingerprint of the body, one entry
 per `int.+ int.- int.* int.~ int.abs` in walk order: "" no check, "lo" below INT_MIN only, "hi"
 above INT_MAX only, "lohi" both). pam/ml/codegen.py reads it, and checks both ways wherever
 the body no longer has that fingerprint (a later pass rewrote it) or the entry is unknown.
 
-And `depth` = (fingerprint, argument position, L) when every call the function makes of itself
+And `ml-ranges.depth` = (fingerprint, argument position, L) when every call the function makes of itself
 passes that argument decreased by at least one (`n - 1`, `n - 2`) and only where it is at
 least L (`fib`: L = 2): a call with n then nests at most n - L + 2 frames deep, so the code
 generator may run a call with a small enough n in a copy without the depth test.
@@ -36,17 +36,15 @@ _NEGATE = {"int.<": "int.>=", "int.>=": "int.<", "int.>": "int.<=", "int.<=": "i
 @dataclass(frozen=True)
 class MLRanges:
     name: str = "ml-ranges"
-    requires: tuple[str, ...] = ()
-    invalidates: tuple[str, ...] = ()  # it only records `overflow`, which no analysis reads
+    dialects: tuple[str, ...] = ("ml",)
+    records: tuple[str, ...] = ("overflow", "depth")
 
     def apply(self, module: ir.Module) -> ir.Module:
-        if module.dialect != ir.Dialect.ML:
-            return module
         notes = {}
         old = sys.getrecursionlimit()
         sys.setrecursionlimit(max(old, 20000))  # bodies nest as deep as the front end allows
         try:
-            for key, fn in module.functions.items():
+            for key, fn in module.rules.items():
                 intervals = _Intervals(fn)
                 intervals.value(fn.body, {})
                 note = {}
@@ -59,7 +57,7 @@ class MLRanges:
                     notes[key] = note
         finally:
             sys.setrecursionlimit(old)
-        return annotated(module, notes)
+        return annotated(module, self, notes)
 
 
 def check_needed(lo: int, hi: int) -> str:

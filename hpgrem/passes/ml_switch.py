@@ -31,25 +31,22 @@ _COMPARISONS = ("=.simple", "<>.simple", "int.<", "int.<=", "int.>", "int.>=")
 @dataclass
 class MLSwitch:
     name: str = "ml-switch"
-    requires: tuple[str, ...] = ()
-    invalidates: tuple[str, ...] = ("ml-kinds",)  # bodies change
+    dialects: tuple[str, ...] = ("ml",)
     decided: int = 0  # tests removed because their outcome was known
 
     def apply(self, module: ir.Module) -> ir.Module:
-        if module.dialect != ir.Dialect.ML:
-            return module
         rewriter = Rewriter([(ir.Let, copy_shared_arms), (ir.If, equality_as_switch), (ir.Switch, join_switches)])
         rules = {}
         old = sys.getrecursionlimit()
         sys.setrecursionlimit(max(old, 20000))  # bodies nest as deep as the front end allows
         try:
-            for key, fn in module.functions.items():
+            for key, fn in module.rules.items():
                 body = rewriter.rewrite(fn.body)
                 body = self.known(body, {})
                 rules[key] = fn if body is fn.body else replace(fn, body=body)
         finally:
             sys.setrecursionlimit(old)
-        return ir.Module(module.source, rules, module.entry, module.dialect, dict(module.annotations))
+        return replace(module, rules=rules)
 
     def known(self, e, facts: dict):
         """`e` with the tests whose outcome `facts` (what enclosing branches tested) decides

@@ -10,7 +10,7 @@ Each rule's count is kept in `Simplify.fired` (and reported by `hpgrem ir`'s ann
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hpgrem import ir
 from hpgrem.ir.rewrite import Rewriter
@@ -75,12 +75,11 @@ RULES = [
 @dataclass
 class Simplify:
     name: str = "simplify"
-    requires: tuple[str, ...] = ()
-    invalidates: tuple[str, ...] = ("granularity", "ml-kinds")  # bodies change: costs and kinds may
+    dialects: tuple[str, ...] = ("parlog", "ml")  # its rules are of these two
     fired: dict = field(default_factory=dict)
 
     def apply(self, module: ir.Module) -> ir.Module:
         rewriter = Rewriter(RULES)
         rules = {key: rewriter.rewrite(rule) for key, rule in module.rules.items()}
         self.fired = dict(rewriter.fired)
-        return ir.Module(module.source, rules, module.entry, module.dialect, dict(module.annotations))
+        return replace(module, rules=rules)

@@ -1,35 +1,29 @@
 """tail-loop: a self tail-recursive PARLOG relation runs as a loop inside its step function.
 
 A clause whose body is a `,` of calls, the first relation call being the relation itself,
-continues with that call in the same task (depth first); with `tail_loop` recorded, the step does
-not return to the PE for it but loops, while the PE's time slice lasts (pam/pe.py's meter): the
-reductions, the limits, stealing and the slices' fairness are those of `-O0`.
+continues with that call in the same task (depth first); with `tail-loop.loop` recorded, the
+step does not return to the PE for it but loops, while the PE's time slice lasts (pam/pe.py's
+meter): the reductions, the limits, stealing and the slices' fairness are those of `-O0`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpgrem.ir import Call, Clause, Conj, ConjOp, Dialect, Module, Relation
+from hpgrem.ir import Call, Clause, Module, Relation
 from hpgrem.passes import annotated
+from hpgrem.passes.flow import flat_calls
+from hpgrem.primitives import INLINE
 
 
 def first_relation_call(module: Module, clause: Clause) -> Call | None:
     """The call a committing clause continues with in its own task: the first call of a
     relation in a flat `,` body without placements (None for any other body)."""
-    body = clause.body
-    if isinstance(body, Call):
-        calls = [body]
-    elif isinstance(body, Conj) and body.op == ConjOp.PARALLEL and all(isinstance(p, Call) for p in body.parts):
-        calls = list(body.parts)
-    else:
-        return None
-    if any(c.placement is not None for c in calls):
-        return None
-    for c in calls:
-        if c.target in module.relations:
+    calls = flat_calls(clause.body)
+    for c in calls or ():
+        if c.target in module.rules:
             return c
-        if c.target in ("write/1", "nl/0", "call/1", "halt/0"):  # primitives that become tasks
+        if c.target not in INLINE:  # a primitive that becomes a task (write/1, call/1, ...)
             return None
     return None
 
@@ -42,11 +36,8 @@ def loops(module: Module, rel: Relation) -> bool:
 @dataclass(frozen=True)
 class TailLoop:
     name: str = "tail-loop"
-    requires: tuple[str, ...] = ()
-    invalidates: tuple[str, ...] = ()
+    dialects: tuple[str, ...] = ("parlog",)
+    records: tuple[str, ...] = ("loop",)
 
     def apply(self, module: Module) -> Module:
-        if module.dialect != Dialect.PARLOG:
-            return module
-        return annotated(module, {key: {"tail_loop": True} for key, rel in module.relations.items()
-                                  if loops(module, rel)})
+        return annotated(module, self, {key: {"loop": True} for key, rel in module.rules.items() if loops(module, rel)})

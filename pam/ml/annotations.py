@@ -11,6 +11,7 @@ from __future__ import annotations
 from hpgrem import ir
 from hpgrem.ir.ml import INT_ARITHMETIC, fingerprint
 
+KIND = "ml-kinds.kind"  # notes are named by their owner (docs/passes.md); the machine imports no pass
 DEPTH = 200  # Python frames of direct recursion before the rest runs on a heap stack
 
 
@@ -40,28 +41,28 @@ class Annotations:
         self.info: dict[str, FunctionInfo] = {}
         self.reads: dict[str, set[int]] = {}
         self.refs: dict[str, set[str]] = {}
-        for i, (key, fn) in enumerate(module.functions.items()):
+        for i, (key, fn) in enumerate(module.rules.items()):
             notes = module.annotations.get(key)
-            if notes is None or "kind" not in notes:
+            if notes is None or KIND not in notes:
                 raise ValueError(f"function {key} has no ml-kinds annotations: compile the module with "
                                  "hpgrem.driver.pipeline (the machine runs no analysis of its own)")
             info = self.info[key] = FunctionInfo(key, f"f{i}", fn)
-            info.gen = notes["kind"] != "plain"
-            info.direct = notes["kind"] == "direct"
-            info.pure = notes["pure"]
-            info.loop = notes["loop"]
-            self.reads[key] = set(notes["reads"])
-            self.refs[key] = set(notes["refs"])
-        names = module.annotation(ir.MODULE_FACTS, "globals", ())
+            info.gen = notes[KIND] != "plain"
+            info.direct = notes[KIND] == "direct"
+            info.pure = notes["ml-kinds.pure"]
+            info.loop = notes["ml-kinds.loop"]
+            self.reads[key] = set(notes["ml-kinds.reads"])
+            self.refs[key] = set(notes["ml-kinds.refs"])
+        names = module.annotation(ir.MODULE_FACTS, "ml-kinds.globals", ())
         self.globals: dict[str, int] = {name: slot for slot, name in enumerate(names)}
         self.overflow: dict[int, str] = {}  # id of an int operation -> the checks it needs
         # ml-batch-counts (hpgrem/passes/ml_batch_counts.py): count calls of direct code per block
-        self.batch_counts = module.annotation(ir.MODULE_FACTS, "calls") == "block"
+        self.batch_counts = module.annotation(ir.MODULE_FACTS, "ml-batch-counts.calls") == "block"
         self.poll = True  # check the limits when counts pass POLL (`generate`)
-        for key, fn in module.functions.items():
-            self.overflow.update(overflow_checks(fn, module.annotation(key, "overflow")))
+        for key, fn in module.rules.items():
+            self.overflow.update(overflow_checks(fn, module.annotation(key, "ml-ranges.overflow")))
         for key, info in self.info.items():
-            info.bounded = self._bounded(info, module.annotation(key, "depth"))
+            info.bounded = self._bounded(info, module.annotation(key, "ml-ranges.depth"))
 
     def _bounded(self, info: FunctionInfo, note) -> tuple[int, int] | None:
         fn = info.fn

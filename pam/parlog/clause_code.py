@@ -11,7 +11,6 @@ from hpgrem.ir import Atom, Call, Clause, Float, Int, Struct, Term, Var, calls_i
 from pam.parlog import primitives
 from pam.parlog.arith import MAX_INT_BITS
 from pam.parlog.notes import EXPORTABLE, LIFT, SCHEDULE
-from pam.parlog.notes import EXPORTABLE, LIFT, SCHEDULE
 from pam.terms import Cons
 from pam.terms import Struct as RStruct
 from pam.terms import mkatom

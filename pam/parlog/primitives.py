@@ -12,6 +12,7 @@ import re
 
 from pam.parlog.arith import MAX_INT_BITS, ArithError, compare, evaluate
 from pam.costs import DEFAULT
+from hpgrem.primitives import INLINE  # run at commit rather than as tasks (the table every layer agrees on)
 from pam.errors import Halt, ProgramFailure
 from pam.parlog.goal import Goal
 from pam.step import declare
@@ -20,13 +21,6 @@ from pam.terms import (NIL, Cons, GroundCheck, Struct, Var, args_of, deref, from
                        make_struct, mkatom, to_list)
 from pam.unify import match_eq
 from pam.parlog.write import write_term
-
-# Primitives run at commit rather than as tasks: they have no effect but bindings.
-INLINE = frozenset({
-    "=/2", "is/2", "functor/3", "arg/3", "=../2", "atom_codes/2", "number_codes/2", "length/2",
-    "data/1", "var/1", "==/2", "\\==/2", "</2", ">/2", "=</2", ">=/2", "=:=/2", "=\\=/2",
-    "atom/1", "integer/1", "float/1", "number/1", "atomic/1", "compound/1", "true/0",
-})
 
 
 # The largest arity functor/3 builds (a structure of a million variables is about 60 MB).

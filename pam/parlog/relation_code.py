@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hpgrem.ir import Atom, Clause, Float, Int, Relation, Struct, Term, Var
+from hpgrem.ir import Atom, Clause, Float, Int, Relation, Struct, Term, Var, calls_in
 from pam.parlog.clause_code import ClauseCode
+from pam.parlog.notes import ARITH_TASKS, COST, DEST, FED, LIFT, LOOP, SCHEDULE, SHARE, SWITCH
 
 if TYPE_CHECKING:
     from pam.parlog.rules import RuleCompiler
@@ -19,24 +20,42 @@ class Shape:
     annotation, absent at -O0, so -O0 gives the plain shape. Annotations may come from a
     `.hpg` file: a value of the wrong type or out of range is ignored, never pasted in code."""
 
-    __slots__ = ("switch", "share", "loop", "dest", "arith_tasks", "lift", "schedule")
+    __slots__ = ("switch", "share", "loop", "dest", "arith_tasks", "lift", "schedule", "fed")
 
     def __init__(self, notes: dict, rel: Relation):
         def position(name: str, mode: str) -> int | None:
             k = notes.get(name)
             return k if type(k) is int and 0 <= k < rel.arity and rel.modes[k] == mode else None
 
-        self.switch = position("switch", "?")  # index-rules
-        self.share = notes.get("share") is True  # index-rules: shared matching, complementary guards
-        self.loop = notes.get("tail_loop") is True  # tail-loop (not `loop`: ml-kinds records that name)
-        self.dest = position("dest", "^") if self.loop else None  # dest-passing (needs the loop)
-        self.arith_tasks = notes.get("arith_tasks") is True  # order-nodes
-        self.schedule = notes.get("schedule") is True  # schedule: its goals may run in their caller's step
-        lift = notes.get("lift")  # lift: (size position, growth per unit)
+        self.switch = position(SWITCH, "?")
+        self.share = notes.get(SHARE) is True  # shared matching, complementary guards
+        self.loop = notes.get(LOOP) is True
+        self.dest = position(DEST, "^") if self.loop else None  # it needs the loop
+        self.arith_tasks = notes.get(ARITH_TASKS) is True
+        self.schedule = notes.get(SCHEDULE) is True  # its goals may run in their caller's step
+        lift = notes.get(LIFT)  # (size position, growth per unit)
         self.lift = None
         if type(lift) is tuple and len(lift) == 2 and type(lift[0]) is int and 0 <= lift[0] < rel.arity \
                 and type(lift[1]) is float and 1.0 < lift[1] < 4.0:
-            self.lift = (lift[0], lift[1], int(notes["cost"]))
+            self.lift = (lift[0], lift[1], int(notes[COST]))
+        self.fed = _fed(notes.get(FED), rel)
+
+
+def _fed(note, rel: Relation) -> dict[tuple[int, int], set[int]] | None:
+    """The flow analysis's note: (clause, goal) -> the goals of that clause's flat body that
+    feed the goal (None when absent or malformed: then every goal counts as fed)."""
+    if type(note) is not tuple:
+        return None
+    sizes = [len(calls_in(c.body)) for c in rel.clauses()]
+    out: dict[tuple[int, int], set[int]] = {}
+    for triple in note:
+        if not (type(triple) is tuple and len(triple) == 3 and all(type(x) is int for x in triple)):
+            return None
+        k, i, j = triple
+        if not (0 <= k < len(sizes) and 0 <= i < sizes[k] and 0 <= j < sizes[k]):
+            return None
+        out.setdefault((k, i), set()).add(j)
+    return out
 
 
 def principal(pat: Term):

@@ -26,7 +26,6 @@ from pam.emit import Emitter
 from pam.errors import ProgramFailure
 from pam.parlog.goal import Goal, GoalKind
 from pam.parlog.notes import COST, EXPORTABLE
-from pam.parlog.notes import COST, EXPORTABLE
 from pam.parlog.relation_code import RelationCode, Shape
 from pam.step import declare
 from pam.task import Placed, Seq
