@@ -313,18 +313,8 @@ class Module:
     def language(self) -> Dialect:
         return self.dialect
 
-    @property
-    def relations(self) -> dict:
-        """The rules of a PARLOG module (empty for another dialect)."""
-        return self.rules if self.dialect == Dialect.PARLOG else {}
-
-    @property
-    def functions(self) -> dict:
-        """The rules of an ML module (empty for another dialect)."""
-        return self.rules if self.dialect == Dialect.ML else {}
-
     def annotation(self, key: str, name: str, default=None):
+        """The note `name` ("OWNER.name": `granularity.cost`) of rule `key` (`MODULE_FACTS`: of
+        the module), or `default`. Passes write notes through the pass manager
+        (hpgrem.passes.annotated), which keeps each owner to its own namespace."""
         return self.annotations.get(key, {}).get(name, default)
-
-    def annotate(self, key: str, **values: AnnotationValue) -> None:
-        self.annotations.setdefault(key, {}).update(values)
