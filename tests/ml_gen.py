@@ -18,6 +18,12 @@ What a program holds (type-directed: every expression is generated for a type it
   `if n <= 0`, `val rec f = fn ..`, accumulators), over lists (`f xs` on the tail) and over the
   datatype, and mutually recursive pairs (`and`); every call of a recursive function on an
   int clamps the argument with `mod`, so recursion stops and stays shallow;
+- sometimes (always with `deep=True`) one *deep* recursion: a function of one int that recurses
+  to it, 1 to 3,000 levels deep and mostly past the 200 Python frames direct code recurses before
+  moving to a heap stack (pam/ml/annotations.py), through a handler around or inside its call, after
+  an effect, by an exception raised at the bottom and caught some levels up, through a mutually
+  recursive partner, or through `ForkJoin.par` at every level; it is called with such depths,
+  alone and from both thunks of a `ForkJoin.par`. Its body is small, so a level costs little;
 - expressions over int, bool, string, int list, string list, int/string option, pairs and the
   datatype: arithmetic (`div`/`mod` with a safe divisor, floor semantics with negative divisors,
   `Int.quot`/`Int.rem`), comparisons, `andalso`/`orelse`, `^`/`size`/`Int.toString`/
@@ -210,9 +216,10 @@ BUDGET_FUNCTION = 200
 
 
 class ProgramGen:
-    def __init__(self, ch: Chooser, warnings: bool = False, size: int = 8):
+    def __init__(self, ch: Chooser, warnings: bool = False, size: int = 8, deep: bool = False):
         self.ch = ch
         self.warnings = warnings
+        self.deep = deep  # one top-level item is always a deep recursion (`deep_decl`)
         self.size = size
         self.counter = 0
         self.cost = [0]          # stack of cost accumulators
@@ -293,8 +300,13 @@ class ProgramGen:
             self.out.append(TREE_PRELUDE)
             self.has_tree = True
         n = self.ch.integer(3, self.size)
-        for _ in range(n):
-            ctx = self.top_item(ctx)
+        forced = self.ch.integer(0, n - 1) if self.deep else -1
+        for i in range(n):
+            if i == forced:
+                self.cost = [0]
+                self.deep_decl(ctx)
+            else:
+                ctx = self.top_item(ctx)
         if self.ch.chance(20):
             self.final_raise(ctx)
         return "\n".join(self.out) + "\n"
@@ -369,10 +381,13 @@ class ProgramGen:
     # -- top level ------------------------------------------------------------------------------
     def top_item(self, ctx: Ctx) -> Ctx:
         kind = self.ch.weighted([(6, "print"), (3, "val"), (3, "fun"), (2, "rec"), (1, "valpat"),
-                                 (1, "effect"), (1, "local")])
+                                 (1, "effect"), (1, "local"), (1, "deep")])
         self.cost = [0]
         if kind == "print":
             self.print_statement(ctx)
+            return ctx
+        if kind == "deep":
+            self.deep_decl(ctx)
             return ctx
         if kind == "val":
             t = self.value_type()
@@ -423,8 +438,13 @@ class ProgramGen:
             binds = " ".join(f"val {x} = {e}" for x, t, e in parts)
             shown = ' ^ " " ^ '.join(self.show(t, x) for x, t, e in parts)
             text = f"(let {binds} in {shown} end)"
+        self.print_line(text, self.ch.chance(75))
+
+    def print_line(self, text: str, guarded: bool) -> None:
+        """`val _ = print (text ^ "\\n")`, with a handler that prints the exception's name when
+        `guarded`."""
         stmt = f'val _ = print ({text} ^ "\\n")'
-        if self.ch.chance(75):
+        if guarded:
             stmt += ' handle e => print ("exn " ^ exnName e ^ "\\n")'
         self.out.append(stmt)
 
@@ -583,6 +603,67 @@ class ProgramGen:
                 f"and {g} 0 = {base_g}\n  | {g} {m} = {bg}")
         cost = self.calls(made, clamp - 1) * 2
         return text, [Var(name, FN(INT, res), "fun", cost, clamp), Var(g, FN(INT, res2), "fun", cost, clamp)]
+
+    def deep_decl(self, ctx: Ctx) -> None:
+        """A recursion of one int argument that goes as deep as its argument, declared and then
+        called with such depths: alone, and from both thunks of a `ForkJoin.par`. It is not bound
+        for later expressions (they would call it with any int). Shapes, by where the handler is:
+        around the recursive call and its use, inside (around the call alone), after an effect
+        (the call cannot be the first thing its block does), an exception raised at the bottom
+        and caught where `n mod m = 0` (or nowhere), a mutually recursive partner, and a
+        `ForkJoin.par` of the recursive call at every level."""
+        shape = self.ch.weighted([(3, "around"), (2, "inside"), (2, "effect"), (2, "raise"), (1, "mutual"),
+                                  (1, "par")])
+        res = INT if shape == "raise" or self.ch.chance(70) else self.value_type()
+        name, n, k = self.fresh("d"), self.fresh("n"), self.fresh("k")
+        # the body runs once per level: small expressions that call no user function
+        body_ctx = Ctx(tuple(v for v in ctx.env if v.kind != "fun"), 1, None, True)
+        level_ctx = body_ctx.bind(Var(n, INT))
+        use_ctx = level_ctx.bind(Var(k, res))
+        self.cost.append(0)
+
+        def level(call: str, wrap: str) -> str:
+            """One level: `let val k = call in use end`, the handler where `wrap` says."""
+            use = self.expr(res, self.ch.integer(0, 2), use_ctx)
+            if wrap == "inside":
+                return f"let val {k} = ({call} handle {self.handler_rules(res, 1, level_ctx)}) in {use} end"
+            if wrap == "effect":
+                return f'(print ""; let val {k} = {call} in {use} end) handle {self.handler_rules(res, 1, level_ctx)}'
+            return f"(let val {k} = {call} in {use} end handle {self.handler_rules(res, 1, level_ctx)})"
+
+        base = self.expr(res, 1, body_ctx)
+        if shape == "raise":
+            m, x = self.ch.integer(2, 300), self.fresh("x")
+            use = self.expr(INT, self.ch.integer(0, 2), use_ctx)
+            text = (f"fun {name} 0 = raise E1 {self.atom(self.expr(INT, 0, body_ctx))}\n"
+                    f"  | {name} {n} = (let val {k} = {name} ({n} - 1) in {use} end\n"
+                    f"      handle E1 {x} => if {n} mod {m} = 0 then {x} + {n} else raise E1 ({x} + 1))")
+        elif shape == "mutual":
+            partner = self.fresh("d")
+            text = (f"fun {name} 0 = {base}\n  | {name} {n} = {level(f'{partner} ({n} - 1)', 'around')}\n"
+                    f"and {partner} 0 = {self.expr(res, 1, body_ctx)}\n"
+                    f"  | {partner} {n} = {level(f'{name} ({n} - 1)', self.ch.choice(['inside', 'effect']))}")
+        elif shape == "par":
+            other = self.expr(self.value_type(), 1, level_ctx)
+            call = f"#1 (ForkJoin.par (fn () => {name} ({n} - 1), fn () => {other}))"
+            if self.ch.chance(50):
+                call = f"#2 (ForkJoin.par (fn () => {other}, fn () => {name} ({n} - 1)))"
+            text = f"fun {name} 0 = {base}\n  | {name} {n} = {level(call, self.ch.choice(['around', 'inside']))}"
+        else:
+            text = f"fun {name} 0 = {base}\n  | {name} {n} = {level(f'{name} ({n} - 1)', shape)}"
+        self.cost.pop()
+        self.out.append(text)
+        top = 400 if shape == "par" else 3000  # a fork per level costs more
+
+        def depth() -> int:
+            lo, hi = self.ch.weighted([(1, (1, 9)), (4, (190, 260)), (3, (261, min(800, top))),
+                                       (1, (min(801, top), top))])
+            return self.ch.integer(lo, hi)
+
+        p, q = self.fresh("p"), self.fresh("q")
+        self.print_line(self.show(res, f"({name} {depth()})"), True)
+        self.print_line(f"(let val ({p}, {q}) = ForkJoin.par (fn () => {name} {depth()}, fn () => {name} {depth()})"
+                        f' in {self.show(res, p)} ^ " " ^ {self.show(res, q)} end)', True)
 
     @staticmethod
     def calls(k: int, n: int) -> int:
@@ -1097,8 +1178,13 @@ class ProgramGen:
         return FN(a, rt), f"fun {name} {p} = {body}", cost
 
     def handle_expr(self, t, d, ctx) -> str:
-        ch = self.ch
         body = self.expr(t, d, ctx)
+        return f"({body} handle {self.handler_rules(t, d, ctx)})"
+
+    def handler_rules(self, t, d, ctx) -> str:
+        """The rules of a handler whose expressions have type t: one to three exceptions (user,
+        local or basis ones, some with an argument), sometimes a variable or `_` last."""
+        ch = self.ch
         pool = [("E0", None), ("E1", INT), ("E2", STRING), ("Div", None), ("Overflow", None),
                 ("Empty", None), ("Option", None), ("Subscript", None), ("Fail", STRING), ("Match", None)]
         pool += [(v.name, v.ty) for v in ctx.env if v.kind == "exn"] * 3
@@ -1116,7 +1202,7 @@ class ProgramGen:
             rules.append(f"{x} => {self.expr(t, d, ctx.bind(Var(x, EXN)))}")
         elif ch.chance(20):
             rules.append(f"_ => {self.expr(t, d, ctx)}")
-        return f"({body} handle {' | '.join(rules)})"
+        return " | ".join(rules)
 
     def raise_expr(self, t, d, ctx) -> str:
         ch = self.ch
@@ -1218,21 +1304,22 @@ def _balanced_outer(e: str, open_: str = "(", close: str = ")") -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-def generate(seed: int, warnings: bool = False, size: int = 8) -> str:
+def generate(seed: int, warnings: bool = False, size: int = 8, deep: bool = False) -> str:
     """One program from a seed (no Hypothesis)."""
-    return ProgramGen(RandomChooser(seed), warnings, size).program()
+    return ProgramGen(RandomChooser(seed), warnings, size, deep).program()
 
 
-def programs(warnings: bool | None = False, size: int = 8):
+def programs(warnings: bool | None = False, size: int = 8, deep: bool = False):
     """Hypothesis strategy of program texts. warnings=None: about one program in eight may
-    hold a non-exhaustive `case` by design (a warning, and maybe Match at run time)."""
+    hold a non-exhaustive `case` by design (a warning, and maybe Match at run time). deep: every
+    program holds a deep recursion (`ProgramGen.deep_decl`)."""
     from hypothesis import strategies as st
 
     @st.composite
     def build(draw):
         ch = DrawChooser(draw)
         allow = ch.chance(12) if warnings is None else warnings
-        return ProgramGen(ch, allow, size).program()
+        return ProgramGen(ch, allow, size, deep).program()
 
     return build()
 

@@ -98,6 +98,20 @@ def test_random_programs_print_the_same_with_each_ml_pass(text):
     assert outcome(text, None, pes=16) == base, f"-O2 on 16 PEs:\n{text}"
 
 
+@given(programs(warnings=None, deep=True))
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+def test_deep_recursion_through_handlers_and_par_tasks_prints_the_same_with_each_ml_pass(text):
+    """Recursion past direct code's 200 Python frames, through handlers, effects, exceptions
+    caught levels up, a partner and `ForkJoin.par` (tests/ml_gen.py `deep_decl`): what the
+    shallow programs above missed (issue 15)."""
+    base = outcome(text, ())
+    for p in ML_PASSES:
+        assert outcome(text, (p,)) == base, f"{p}:\n{text}"
+    for passes in (("ml-batch-counts",), ALL, None):
+        for pes in (1, 16):
+            assert outcome(text, passes, pes=pes) == base, f"{passes or '-O2'} on {pes} PEs:\n{text}"
+
+
 EXAMPLES = sorted((ROOT / "examples" / "ml").glob("*.sml")) + sorted((ROOT / "benchmarks" / "ml").glob("*.sml"))
 
 
