@@ -86,7 +86,7 @@ def test_ml_kinds():
         "fun loop (i, acc) = if i = 0 then acc else loop (i - 1, acc + i)\n"
         "fun fib n = if n < 2 then n else fib (n - 1) + fib (n - 2)\n"
         "fun bump () = r := !r + 1\n"
-        "val _ = (bump (); print (Int.toString (loop (10, 0) + fib 10 + !r)))\n", "t.sml")
+        "val _ = (bump (); print (Int.toString (loop (10, 0) + fib 10 + !r)))\n", "t.sml", opt=1)
     notes = {module.rules[k].name: {n.removeprefix("ml-kinds."): v for n, v in values.items()}
              for k, values in module.annotations.items() if k != MODULE_FACTS}
     assert notes["loop"]["kind"] == "plain" and notes["loop"]["loop"] and notes["loop"]["pure"]

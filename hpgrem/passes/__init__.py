@@ -160,13 +160,14 @@ def _value(text: str, raw: str, kind: type, opt: Option) -> object:
         raise PassError(f"--pass-option {text!r}: expected true or false")
     if kind is str:
         return raw
+    noun = "an integer" if kind is int else "a finite number"
     try:
         value = int(word) if kind is int else float(word)
     except ValueError:
-        raise PassError(f"--pass-option {text!r}: expected {'an integer' if kind is int else 'a number'}") from None
+        raise PassError(f"--pass-option {text!r}: expected {noun}") from None
     if not math.isfinite(value) or opt.minimum is not None and value < opt.minimum:
         low = f" of at least {opt.minimum}" if opt.minimum is not None else ""
-        raise PassError(f"--pass-option {text!r}: expected a finite number{low}")
+        raise PassError(f"--pass-option {text!r}: expected {noun}{low}")
     return value
 
 
@@ -237,12 +238,12 @@ def annotated(module: Module, owner: Pass, notes: dict[str, dict[str, object]]) 
     """`module` with `notes` (rule key -> {short name: value}) of `owner` (a pass: its `name`
     is the namespace, its `records` the names it may use) added to a copy of its annotations."""
     records = getattr(owner, "records", ())
-    merged = {key: dict(values) for key, values in module.annotations.items()}
+    merged = dict(module.annotations)  # the notes of rules it says nothing about are shared
     for key, values in notes.items():
         for short in values:
             if short not in records:
                 raise ValueError(f"pass {owner.name} records {short!r}, which it does not declare in `records`")
-        merged.setdefault(key, {}).update({f"{owner.name}.{short}": v for short, v in values.items()})
+        merged[key] = {**merged.get(key, {}), **{f"{owner.name}.{short}": v for short, v in values.items()}}
     return replace(module, annotations=merged)
 
 
