@@ -46,14 +46,16 @@ class Diagnostic:
     severity: str = "error"
 
     def render(self, source: str | None) -> str:
+        """The diagnostic, quoting its line of `source` (the whole text of its file)."""
+        return self.render_line(_nth_line(source, self.span.line))
+
+    def render_line(self, line: str | None) -> str:
+        """The diagnostic, quoting `line` (the text of its source line, or None: no quote)."""
         message = _LONG_WORD.sub(lambda m: excerpt(m.group()), self.message)
         head = visible(f"{self.span}: {self.severity}: {message}")
-        if source is None or self.span.line < 1 or self.severity == "note":
+        if line is None or self.span.line < 1 or self.severity == "note":
             return head
-        lines = source.split("\n")
-        if self.span.line > len(lines):
-            return head
-        line = lines[self.span.line - 1].removesuffix("\r").replace("\t", " ")  # a tab is one column
+        line = line.removesuffix("\r").replace("\t", " ")  # a tab is one column
         col = max(self.span.col, 1)
         lo, hi = 0, len(line)
         if len(line) > 2 * LINE_WINDOW:  # a line of thousands of characters: the part around the column
@@ -61,6 +63,49 @@ class Diagnostic:
         before = ("..." if lo else "") + visible(line[lo:col - 1])
         after = visible(line[col - 1:hi]) + ("..." if hi < len(line) else "")
         return f"{head}\n{before}{after}\n{' ' * len(before)}^"
+
+
+def _nth_line(text: str | None, number: int) -> str | None:
+    if text is None or number < 1:
+        return None
+    lines = text.split("\n", number)
+    return lines[number - 1] if number <= len(lines) else None
+
+
+class Quotable:
+    """The source lines diagnostics may quote. Only text the command itself read is quoted:
+    the program file it was given, the `--goal` string, and the lines a compiled module carries
+    in its own content (`Module.source_lines`). A file a span names is never opened: a `.hpg`
+    is untrusted and may name any path (the password file, an endless device, a FIFO)."""
+
+    __slots__ = ("_texts", "_module")
+
+    def __init__(self) -> None:
+        self._texts: dict[str, str] = {}
+        self._module = None
+
+    def add_text(self, file: str, text: str | None) -> None:
+        """`text` was read as `file` (the program, or `<goal>`): its lines may be quoted."""
+        if text is not None:
+            self._texts[file] = text
+
+    def add_module(self, module) -> None:
+        """A compiled module read from a `.hpg`: the lines it carries may be quoted."""
+        self._module = module
+
+    def line(self, span: Span) -> str | None:
+        """The text of `span`'s line, where it is known; else None."""
+        if span.file in self._texts:
+            return _nth_line(self._texts[span.file], span.line)
+        m = self._module
+        if m is not None and span.file == m.source:
+            line = getattr(m, "source_lines", {}).get(span.line)
+            return line if type(line) is str else None
+        return None
+
+    def render(self, diagnostic: Diagnostic) -> str:
+        """`diagnostic` with its source line, where one may be quoted."""
+        return diagnostic.render_line(self.line(diagnostic.span))
 
 
 MAX_ERRORS = 20

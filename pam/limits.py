@@ -88,11 +88,14 @@ class Watchdog:
     """While entered, stops the run at `deadline` (LimitExceeded raised wherever the main
     thread is) and, with `hard`, should that not end it, ends the process `hard_grace` later
     with exit 4 (the command line's choice: a library's host process is not ended). It also
-    watches the memory under --max-memory. Entered outside the main thread it does nothing."""
+    watches the memory under --max-memory. Entered outside the main thread it does nothing.
+    With `interrupt`, a system call that blocks (opening a FIFO that has no writer) is broken
+    off at the deadline; without it, calls resume after the signal (MPI's must)."""
 
-    def __init__(self, deadline: Deadline | None, hard: bool = False):
+    def __init__(self, deadline: Deadline | None, hard: bool = False, interrupt: bool = False):
         self.deadline = deadline
         self.hard_stop = hard
+        self.interrupt = interrupt
         self.armed = False
         self.previous = None
         self.hard = None
@@ -109,7 +112,7 @@ class Watchdog:
         if d is None:
             return self
         self.previous = signal.signal(signal.SIGALRM, self._alarm)
-        signal.siginterrupt(signal.SIGALRM, False)  # system calls (MPI's too) resume after it
+        signal.siginterrupt(signal.SIGALRM, self.interrupt)
         self.armed = True
         signal.setitimer(signal.ITIMER_REAL, max(d.remaining(), 1e-3))
         if self.hard_stop:
@@ -264,14 +267,7 @@ def _data_pages() -> int:
 
 def data_in_use() -> int | None:
     """The bytes of private writable memory this process holds now (VmData), or None."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmData:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    return _status_bytes("VmData:") or None
 
 
 def show_size(n: int) -> str:
@@ -310,6 +306,33 @@ def lift_memory_limit() -> None:
         pass
 
 
+def out_of_memory(error: BaseException) -> bool:
+    """Whether `error` means the process ran out of memory: a MemoryError, or the SystemError
+    ("error return without exception set") a deep recursion gives when an allocation fails
+    under a cap on the address space (`ulimit -v`), told by the process having reached the cap."""
+    if isinstance(error, MemoryError):
+        return True
+    if not isinstance(error, SystemError):
+        return False
+    for limit, field in ((resource.RLIMIT_AS, "VmPeak:"), (resource.RLIMIT_DATA, "VmData:")):
+        soft = resource.getrlimit(limit)[0]
+        if soft != resource.RLIM_INFINITY and _status_bytes(field) >= 0.9 * soft:
+            return True
+    return False
+
+
+def _status_bytes(field: str) -> int:
+    """A size of /proc/self/status (`VmPeak:`, `VmData:`) in bytes; 0 where not known."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(field):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def memory_message() -> str:
     """What a MemoryError means: the bound of --max-memory, or the machine's memory."""
     if _memory_limit is None:
@@ -318,4 +341,4 @@ def memory_message() -> str:
 
 
 __all__ = ["Deadline", "HardStop", "Watchdog", "data_in_use", "hard_grace", "limit_memory",
-           "lift_memory_limit", "memory_message", "parse_size"]
+           "lift_memory_limit", "memory_message", "out_of_memory", "parse_size"]

@@ -250,6 +250,12 @@ ARITHMETIC = [
     ("(10 ** 1000000) * (10 ** 1000000)", None), ("(1 << 4194303) + (1 << 4194303)", None),
     ("integer(1.0e20)", "100000000000000000000"), ("gcd(0, 0)", "0"), ("log(0)", None), ("foo + 1", None),
     ("1.5 mod 2", None), ("1 << 1.5", None), ("max(10 ** 30, 1.0)", "1000000000000000000000000000000"),
+    *(POWERS := [  # SWI-Prolog 9's exact powers of a float operand (issue 16)
+        ("2 ** 0.0", "1"), ("0 ** 0.5", "0"), ("2.5 ** 0", "1"), ("2.5 ** -0.0", "1"), ("inf ** 0", "1"),
+        ("1 ** 2.5", "1"), ("1 ** -0.5", "1"), ("1 ** inf", "1"), ("0 ** 1.5", "0"), ("0 ** inf", "0"),
+        ("0 ** 0.0", "1"), ("0 ** -0.5", None), ("1.0 ** 0.5", "1.0"), ("0.0 ** 0.5", "0.0"),
+        ("(-1) ** 2.0", "1.0"), ("(-1) ** 1.5", None), ("4 ** 0.5", "2.0"), ("2.0 ** 1", "2.0"),
+    ]),
 ]
 
 
@@ -262,6 +268,14 @@ def test_arithmetic_ends_in_a_value_or_a_failure(expr, value):
         assert "arithmetic error" in e.value.message
     else:
         assert run_program(text)[0] == value + "\n"
+
+
+@needs_swipl
+def test_powers_agree_with_swipl():
+    for expr, value in POWERS:
+        r = subprocess.run([SWIPL, "-g", f"catch((X is {expr}, write(X)), _, write(error)), halt."],
+                           capture_output=True, text=True, timeout=60)
+        assert r.stdout == (value or "error"), expr
 
 
 def test_repeated_squaring_is_refused(tmp_path):

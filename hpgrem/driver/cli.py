@@ -300,7 +300,7 @@ def _loading_limits(args):
     The machine keeps them itself while it runs."""
     from pam.limits import Deadline, Watchdog
     deadline = None if args.timeout is None else Deadline(args.timeout, _STARTED[0])
-    return Watchdog(deadline, hard=_OWNS_PROCESS[0])
+    return Watchdog(deadline, hard=_OWNS_PROCESS[0], interrupt=True)
 
 
 def _report_stop(stop: BaseException, goal: str | None) -> int:
@@ -476,8 +476,10 @@ def _guard(run, goal: str | None) -> int:
     except BrokenPipeError:  # the reader closed stdout: stop quietly, but never claim success
         _silence_stdout()
         return EXIT_BROKEN_PIPE
-    except MemoryError:  # compiling, or where the machine did not catch it: a limit all the same
-        from pam.limits import lift_memory_limit, memory_message
+    except (MemoryError, SystemError) as e:  # compiling, or where the machine did not catch it
+        from pam.limits import lift_memory_limit, memory_message, out_of_memory
+        if not out_of_memory(e):  # a SystemError that is no allocation failing: a bug
+            return _internal_error()
         lift_memory_limit()
         print(f"hpgrem: error: {memory_message()}", file=sys.stderr)
         return EXIT_LIMIT

@@ -37,8 +37,14 @@ class Options:
 
 def compile_file(path: str, options: Options = Options()) -> Compiled:
     """Compile the program in `path` (any extension of spec/cli.md)."""
+    return _compile(read_program(path, options), path, options)
+
+
+def read_program(path: str, options: Options = Options()) -> str:
+    """The text of the program in `path`, once its kind and `options` are known to fit: the
+    command line reads a program once, and its diagnostics quote only that text."""
     _check_kind(path, options)
-    return _compile(read_source(path), path, options)
+    return read_source(path)
 
 
 def compile_text(text: str, file: str, options: Options = Options()) -> Compiled:
@@ -49,8 +55,13 @@ def compile_text(text: str, file: str, options: Options = Options()) -> Compiled
 
 def check_file(path: str) -> Compiled:
     """The front end alone (`hpgrem check`): the program's diagnostics, no passes."""
-    _check_kind(path, Options())
-    return _load(read_source(path), path, None)
+    return check_text(read_program(path), path)
+
+
+def check_text(text: str, file: str) -> Compiled:
+    """The front end alone on source text read as `file`."""
+    _check_kind(file, Options())
+    return _load(text, file, None)
 
 
 def read_source(path: str) -> str:

@@ -76,6 +76,14 @@ def _pow(x, y):
         if x == 0:
             raise ArithError("division by zero")
         return float(x) ** y
+    # SWI-Prolog 9's exact cases of a float operand: a zero exponent gives the integer 1 (also
+    # `2.5 ** 0`, `nan ** 0.0`), so do the integer bases 1 (`1 ** 0.5`) and 0 (`0 ** 0.5` is 0)
+    if y == 0 or x == 1 and type(x) is int:
+        return 1
+    if x == 0 and type(x) is int and not math.isnan(y):
+        if y < 0:
+            raise ArithError("division by zero")
+        return 0
     try:
         r = float(x) ** float(y)
     except ZeroDivisionError:
