@@ -208,3 +208,92 @@ def test_poly_ml_runs_nothing_of_a_file_without_semicolons(tmp_path):
     run = poly(tmp_path, 'val _ = print "one\\n"\nval _ = print "two\\n"\nval x : int = "three"\n')
     assert run.returncode == 1
     assert re.match(r"\S*prog\.sml:\d+: error:", run.stdout), run.stdout
+
+
+# ---- what the Definition of Standard ML rejects, and two forms it allows --------------------
+# (issue 16, item 8: found against another compiler's regression suite). Each rejection is a
+# diagnostic at the name or construct at fault; Poly/ML, where installed, rejects the same
+# program at the same line, and runs each accepted one with the same output.
+
+REJECTED = {  # name: (program, line, column, phrase, does Poly/ML reject it too?)
+    "two values": ("val x = 1 and x = 2;\n", 1, 15, "x is bound twice in this declaration", True),
+    "two functions": ("fun f 0 = 1 | f n = n and f x = x;\n", 1, 27, "f is bound twice", True),
+    "two val rec": ("val rec f = fn x => x and f = fn y => y;\n", 1, 27, "f is bound twice", True),
+    "a value and a val rec": ("val f = 1 and rec f = fn y => y;\n", 1, 19, "f is bound twice", True),
+    "two types": ("type t = int and t = bool;\n", 1, 18, "type t is bound twice", True),
+    "two datatypes": ("datatype t = A and t = B;\n", 1, 20, "type t is bound twice", True),
+    "two exceptions": ("exception E and E;\n", 1, 17, "exception E is bound twice", True),
+    "= by val": ("val op = = 3;\n", 1, 8, "= cannot be rebound", True),
+    "= by fun": ("fun op = (x, y) = true;\n", 1, 5, "= cannot be rebound", True),
+    "= by val rec": ("val rec (op =) = fn _ => 13;\n", 1, 13, "= cannot be rebound", True),
+    "it as a constructor": ("datatype t = it;\n", 1, 14, "it cannot be bound as a constructor", True),
+    "it as an exception": ("exception it;\n", 1, 11, "it cannot be bound as an exception", True),
+    "a datatype escaping a function's let": ("fun f () = let datatype t = A in A end;\n", 1, 12,
+                                             "escapes its scope", True),
+    # the Definition's rule 4; Poly/ML lets it pass when the value is bound to `_` (MLton does not)
+    "a datatype escaping a let": ("val _ =\n   let\n      datatype t = T\n   in\n      (T, fn T => 1)\n   end;\n",
+                                  2, 4, "datatype t declared inside it", False),
+}
+
+ACCEPTED = {  # name: (program, its output)
+    "val rec, parenthesized and typed": (
+        "val rec (f : int -> int) = fn 0 => 1 | n => n * f (n - 1);\nval _ = print (Int.toString (f 5));\n",
+        "120"),
+    "val rec of two fns": (
+        "val rec ev = fn 0 => true | n => od (n - 1) and od = fn 0 => false | n => ev (n - 1);\n"
+        "val _ = print (Bool.toString (ev 4));\n", "true"),
+    # `rec` covers the rest of the group, whose fns see the k bound before the declaration
+    "and rec": ("val k = 10;\nval k = 1 and rec f = fn 0 => k | n => f (n - 1);\n"
+                "val _ = print (Int.toString (f 3 + k));\n", "11"),
+    "rec rec, layered names": ("val rec rec e as g = fn 0 => 0 | n => g (n - 1) + 2;\n"
+                               "val _ = print (Int.toString (e 3 + g 1));\n", "8"),
+    "val 'a rec": ("val 'a rec self = fn (x : 'a) => x;\nval _ = print (self \"ok\");\n", "ok"),
+    "#a fixed by a later declaration of the chunk": (
+        "fun f r = #a r + 1\nval x = f {a = 1, b = 2};\nval _ = print (Int.toString x);\n", "2"),
+    "#a fixed inside a local": ("local fun f r = #a r in val x = f {a = 1} end;\nval _ = print (Int.toString x);\n",
+                                "1"),
+    "#a fixed inside a let": ("val n = let fun sel r = #a r in sel {a = 4, b = true} end;\n"
+                              "val _ = print (Int.toString n);\n", "4"),
+    # SML '97 has no escape rule for `local` (its type t stays, unnamed): Poly/ML agrees
+    "a local datatype's value": ("local datatype t = A in val x = A end;\nval _ = print (if x = x then \"same\" else \"\");\n",
+                                 "same"),
+}
+
+
+@pytest.mark.parametrize("name", list(REJECTED))
+def test_definition_rejects(tmp_path, name):
+    text, line, col, phrase, _ = REJECTED[name]
+    run, path = run_ml(tmp_path, text)
+    assert_diagnostic(run, path, line, col, phrase)
+
+
+@pytest.mark.parametrize("name", list(ACCEPTED))
+def test_definition_accepts(tmp_path, name):
+    text, output = ACCEPTED[name]
+    run, _ = run_ml(tmp_path, text)
+    assert (run.returncode, run.stdout) == (0, output), run.stderr
+    assert "warning" not in run.stderr
+
+
+def poly_plain(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
+    """Poly/ML on the program as it is (no shim: its line numbers are the program's)."""
+    path = tmp_path / "prog.sml"
+    path.write_text(text)
+    return subprocess.run([POLY, "--script", str(path)], check=False, capture_output=True, text=True, timeout=60)
+
+
+@needs_poly
+@pytest.mark.parametrize("name", list(REJECTED))
+def test_poly_ml_rejects_the_same(tmp_path, name):
+    text, line, _, _, poly_rejects = REJECTED[name]
+    run = poly_plain(tmp_path, text)
+    said = run.stdout + run.stderr
+    assert bool(re.search(rf"prog\.sml:{line}: error:", said)) == poly_rejects, said
+
+
+@needs_poly
+@pytest.mark.parametrize("name", list(ACCEPTED))
+def test_poly_ml_accepts_the_same(tmp_path, name):
+    text, output = ACCEPTED[name]
+    run = poly_plain(tmp_path, text)
+    assert (run.returncode, program_output(run.stdout)) == (0, output), run.stdout + run.stderr

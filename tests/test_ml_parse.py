@@ -261,7 +261,7 @@ def test_datatypes_exceptions_local_and_val_rec():
               "local val x = 1 in val y = x end\n"
               "val rec f = fn 0 => 1 | n => n")
     assert [type(d).__name__ for d in ds] == ["DDatatype", "DException", "DException", "DLocal", "DVal"]
-    assert [c.name for c in ds[0].binds[0].cons] == ["A", "B"] and ds[4].rec
+    assert [c.name for c in ds[0].binds[0].cons] == ["A", "B"] and ds[4].rec_from == 0
 
 
 def test_every_node_has_the_position_of_its_first_character():

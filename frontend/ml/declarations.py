@@ -3,10 +3,15 @@
 of each top-level declaration (spec/ml.md, "Static semantics"):
 
 1. overloaded operators still unresolved default to int;
-2. a `#label` whose record type is still unknown is an error;
-3. a top-level value whose type keeps a free type variable (the value restriction kept it from
+2. a top-level value whose type keeps a free type variable (the value restriction kept it from
    being generalised: `val r = ref []`) gets a new, unique type `_a` in its place, with the
-   warning `type of r contains a free type variable: setting it to a unique monotype`, as Poly/ML;
+   warning `type of r contains a free type variable: setting it to a unique monotype`, as Poly/ML.
+
+A `#label` may find its record type in a later declaration of the same chunk (the text up to a
+top-level `;`), as in Poly/ML: `fun f r = #a r  val x = f {a = 1}`. So at the end of the chunk:
+
+3. a `#label` whose record type is still unknown is an error; the variables it waited on get
+   their monotypes then (step 2);
 4. the types in the elaborated declarations are resolved (`typed.py` promises no links).
 """
 
@@ -23,9 +28,12 @@ from frontend.ml import typed as t
 from frontend.ml.elaborate import ExpChecker
 from frontend.ml.env import ConBinding, ExnBinding, Scope, TypeFun, VarBinding, elaborate_ty
 from frontend.ml.types import (REF, Constructor, Scheme, TCon, TGen, TRecord, TRigid, TVar, TyCon, Type,
-                               arrow, free_vars, generalize, lower_levels, mono, prune, resolve)
+                               arrow, free_vars, generalize, lower_levels, mono, pinned_vars, prune, resolve)
+from hpgrem.ir import Span
 
-_NONREBINDABLE = {"true", "false", "nil", "::", "ref"}
+_NONREBINDABLE = {"true", "false", "nil", "::", "ref", "="}
+# `it` names the value of a top-level expression: never a constructor or an exception (2.9)
+_NOT_A_CONSTRUCTOR = {"it"}
 
 
 class Checker(ExpChecker):
@@ -62,29 +70,35 @@ class Checker(ExpChecker):
             rigid_ids = {r.id: r for r in new.values()}
             if isinstance(d, s.DFun):
                 return self.fun_dec(d, scope, rigid_ids)
-            if d.rec:
-                return self.val_rec_dec(d, scope, rigid_ids)
             return self.val_dec(d, scope, rigid_ids)
         finally:
             for n in new:
                 del self.rigids[n]
 
-    # ---- val
+    # ---- val and val rec
     def val_dec(self, d: s.DVal, scope: Scope, rigids: dict[int, TRigid]) -> list[t.Dec]:
+        """The plain bindings' expressions and the recursive part (`rec`, from `d.rec_from` on)
+        are elaborated in the scope before the declaration, then all of it is bound (Definition,
+        rules 15, 25 and 26); a name is bound at most once in the group."""
         self.level += 1
         parts = []
-        for b in d.binds:
+        for b in d.binds[:d.rec_from]:
             x = self.exp(b.exp, scope)
             binds: dict[str, tuple[t.Var, Type]] = {}
             pat, pt = self.pat(b.pat, scope, binds)
             self.expect(pt, x.type, b.exp.span)
             parts.append((b, x, pat, binds))
         self.level -= 1
+        seen: set[str] = set()
+        for _, _, _, binds in parts:
+            for name, (var, _) in binds.items():
+                self.declare_once(seen, name, var.span)
+        recursive = self.val_rec(d.binds[d.rec_from:], scope, rigids, seen, d.span) \
+            if d.rec_from < len(d.binds) else []
         out: list[t.Dec] = []
         for b, x, pat, binds in parts:
             value = nonexpansive(b.exp, scope)
             for name, (var, ty) in binds.items():
-                self.check_rebind(name, var.span)
                 scope.values[name] = VarBinding(var, self.scheme(ty, value, rigids, var.span))
             if isinstance(pat, m.MVar):
                 out.append(t.ValDec(pat.var, x, t.Leaf(0), (), b.span))
@@ -93,7 +107,7 @@ class Checker(ExpChecker):
             tree, bindings, warnings = m.compile_binding(root, pat, b.pat.span)
             self.warnings.extend(warnings)
             out.append(t.ValDec(root, x, tree, bindings, b.span))
-        return out
+        return out + recursive
 
     def scheme(self, ty: Type, value: bool, rigids: dict[int, TRigid], span) -> Scheme:
         """Generalise `ty` if its expression is a value (the value restriction)."""
@@ -109,26 +123,43 @@ class Checker(ExpChecker):
         if name in _NONREBINDABLE:
             self.error(span, f"{name} cannot be rebound")
 
-    # ---- val rec and fun
-    def val_rec_dec(self, d: s.DVal, scope: Scope, rigids: dict[int, TRigid]) -> list[t.Dec]:
+    def check_constructor_name(self, name: str, span, what: str) -> None:
+        self.check_rebind(name, span)
+        if name in _NOT_A_CONSTRUCTOR:
+            self.error(span, f"{name} cannot be bound as {what}")
+
+    def declare_once(self, seen: set[str], name: str, span) -> None:
+        """A name bound by a group of `and` bindings: once at most, and never one of the basis's
+        fixed names."""
+        if name in seen:
+            self.error(span, f"{name} is bound twice in this declaration")
+        seen.add(name)
+        self.check_rebind(name, span)
+
+    def val_rec(self, binds: tuple[s.ValBind, ...], scope: Scope, rigids: dict[int, TRigid],
+                seen: set[str], span) -> list[t.Dec]:
+        """The recursive part of a `val`: each pattern names its function (`f`, `(f)`,
+        `f : ty`, `f as g`, `_`), each expression is a `fn` that sees all of them."""
         self.level += 1
         inner = scope.child()
-        entries = []
-        for b in d.binds:
-            pat, annots = b.pat, []
-            while isinstance(pat, s.PAnnot):
-                annots.append(pat.ty)
-                pat = pat.pat
-            if not isinstance(pat, s.PVar):
+        entries, group = [], []
+        for b in binds:
+            shape = _rec_pattern(b.pat)
+            if shape is None:
                 self.error(b.pat.span, "val rec can only bind a variable to a fn expression")
                 continue
-            var, ty = self.new_var(pat.name, pat.span), self.fresh()
+            names, annots = shape
+            ty = self.fresh()
             for a in annots:
                 self.expect(self.ty(a, scope), ty, b.pat.span)
-            self.declare_once(inner, pat.name, var, ty)
-            entries.append((pat.name, var, ty, b))
+            var = self.new_var(names[0][0], names[0][1]) if names else self.new_var("rec", b.pat.span)
+            for name, name_span in names:  # `f as g`: two names of one function
+                self.declare_once(seen, name, name_span)
+                inner.values[name] = VarBinding(var, mono(ty))
+                entries.append((name, var, ty, b))
+            group.append((var, ty, b))
         fns = []
-        for name, var, ty, b in entries:
+        for var, ty, b in group:
             exp = b.exp
             while isinstance(exp, s.EAnnot):
                 exp = exp.exp
@@ -139,12 +170,13 @@ class Checker(ExpChecker):
             self.expect(ty, fn.type, b.exp.span)
             fns.append((var, fn))
         self.level -= 1
-        return self.bind_recursive(entries, fns, scope, rigids, d.span)
+        return self.bind_recursive(entries, fns, scope, rigids, span)
 
     def fun_dec(self, d: s.DFun, scope: Scope, rigids: dict[int, TRigid]) -> list[t.Dec]:
         self.level += 1
         inner = scope.child()
         entries, shapes = [], []
+        seen: set[str] = set()
         # Every function's curried shape is its type before any clause is checked, so that a
         # misuse of any function of the group, in any clause, is reported where it is used.
         for b in d.binds:
@@ -157,7 +189,8 @@ class Checker(ExpChecker):
             for arg in reversed(args):
                 curried = arrow(arg, curried)
             var = self.new_var(b.name, b.span)
-            self.declare_once(inner, b.name, var, curried)
+            self.declare_once(seen, b.name, var.span)
+            inner.values[b.name] = VarBinding(var, mono(curried))
             entries.append((b.name, var, curried, b))
             shapes.append((args, result, arity))
         fns = []
@@ -168,12 +201,6 @@ class Checker(ExpChecker):
         self.level -= 1
         return self.bind_recursive(entries, fns, scope, rigids, d.span)
 
-    def declare_once(self, inner: Scope, name: str, var: t.Var, ty: Type) -> None:
-        if name in inner.values:
-            self.error(var.span, f"{name} is bound twice in this declaration")
-        self.check_rebind(name, var.span)
-        inner.values[name] = VarBinding(var, mono(ty))
-
     def bind_recursive(self, entries, fns, scope: Scope, rigids: dict[int, TRigid], span) -> list[t.Dec]:
         for name, var, ty, _ in entries:
             scope.values[name] = VarBinding(var, generalize(ty, self.level, rigids))
@@ -183,6 +210,8 @@ class Checker(ExpChecker):
     def type_dec(self, d: s.DType, scope: Scope) -> None:
         made = {}
         for b in d.binds:
+            if b.name in made:
+                self.error(b.span, f"type {b.name} is bound twice in this declaration")
             params = self.params(b.params)
             made[b.name] = TypeFun(len(b.params), elaborate_ty(b.ty, scope, params, self.errors, basis.unsupported))
         scope.types.update(made)
@@ -198,7 +227,10 @@ class Checker(ExpChecker):
     def datatype_dec(self, d: s.DDatatype, scope: Scope) -> list[t.Dec]:
         tycons = []
         for b in d.binds:
+            if any(tc.name == b.name for tc in tycons):
+                self.error(b.span, f"type {b.name} is bound twice in this declaration")
             tycon = TyCon(b.name, len(b.params), True)
+            self.tycons.append(tycon)
             scope.types[b.name] = tycon
             tycons.append(tycon)
         seen: set[str] = set()
@@ -209,7 +241,7 @@ class Checker(ExpChecker):
                 if c.name in seen:
                     self.error(c.span, f"constructor {c.name} is declared twice")
                 seen.add(c.name)
-                self.check_rebind(c.name, c.span)
+                self.check_constructor_name(c.name, c.span, "a constructor")
                 body = result
                 if c.arg is not None:
                     body = arrow(elaborate_ty(c.arg, scope, params, self.errors, basis.unsupported), result)
@@ -222,8 +254,12 @@ class Checker(ExpChecker):
 
     def exception_dec(self, d: s.DException, scope: Scope) -> list[t.Dec]:
         out: list[t.Dec] = []
+        seen: set[str] = set()
         for b in d.binds:
-            self.check_rebind(b.name, b.span)
+            if b.name in seen:
+                self.error(b.span, f"exception {b.name} is bound twice in this declaration")
+            seen.add(b.name)
+            self.check_constructor_name(b.name, b.span, "an exception")
             arg = self.ty(b.arg, scope) if b.arg is not None else None
             exn = t.ExnName(b.name, arg, self.new_var(b.name, b.span), b.span)
             scope.values[b.name] = ExnBinding(exn)
@@ -270,6 +306,28 @@ def nonexpansive(e: s.Exp, scope: Scope) -> bool:
     if isinstance(e, s.EInfix) and isinstance(scope.value(e.op), ConBinding):
         return nonexpansive(e.left, scope) and nonexpansive(e.right, scope)
     return False
+
+
+def _rec_pattern(p: s.Pat) -> tuple[list[tuple[str, Span]], list[s.Ty]] | None:
+    """The names (with where each is written) and type annotations of a `val rec` pattern:
+    variables layered with `as` and annotated with `:`, ending in a variable or `_`; None for
+    any other pattern."""
+    names: list[tuple[str, Span]] = []
+    annots: list[s.Ty] = []
+    while True:
+        if isinstance(p, s.PAnnot):
+            annots.append(p.ty)
+            p = p.pat
+        elif isinstance(p, s.PLayer):
+            names.append((p.name, p.span))
+            p = p.pat
+        elif isinstance(p, s.PVar):
+            names.append((p.name, p.span))
+            return names, annots
+        elif isinstance(p, s.PWild):
+            return names, annots
+        else:
+            return None
 
 
 def _tyvars_in(node) -> list[str]:
@@ -324,22 +382,29 @@ class TopLevel:
         decs: list[t.Dec] = []
         errors: list[Diagnostic] = []
         warnings: list[Diagnostic] = []
+        selections: list[tuple[TVar, str, Span]] = []
         for d in chunk.decs:
             checker = Checker(self.file, self.ids)
             sub = scope.child()
-            out = checker.decs((d,), sub)
+            decs.extend(checker.decs((d,), sub))
             self.finish(checker, sub, d)
+            selections.extend(checker.selections)
             errors.extend(checker.errors)
             warnings.extend(checker.warnings)
             scope.values.update(sub.values)
             scope.types.update(sub.types)
-            decs.extend(resolve_types(x) for x in out)
+        # A `#label` may find its record type in a later declaration of the chunk (as Poly/ML)
+        for var, label, span in selections:
+            if isinstance(prune(var), TVar):
+                errors.append(Diagnostic(span, f"cannot find a fixed record type for #{label}"))
         if errors:
             raise CompileError(_ordered(errors))
+        self.settle_free(scope, chunk.span, warnings, pinned=False)
         self.scope.values.update(scope.values)
         self.scope.types.update(scope.types)
         bindings = tuple((name, b.scheme) for name, b in scope.values.items() if isinstance(b, VarBinding))
-        return t.Chunk(tuple(decs), tuple(_ordered(warnings)), chunk.span, bindings)
+        resolved = [resolve_types(x) for x in decs]
+        return t.Chunk(tuple(resolved), tuple(_ordered(warnings)), chunk.span, bindings)
 
     def finish(self, checker: Checker, scope: Scope, d: s.Dec) -> None:
         """The end of a top-level declaration (see the module docstring)."""
@@ -347,16 +412,20 @@ class TopLevel:
             v = prune(var)
             if isinstance(v, TVar) and v.overload is not None:
                 v.link = TCon(v.overload[0])
-        for var, label, span in checker.selections:
-            if isinstance(prune(var), TVar):
-                checker.error(span, f"cannot find a fixed record type for #{label}")
+        self.settle_free(scope, d.span, checker.warnings, pinned=True)
+
+    def settle_free(self, scope: Scope, span: Span, warnings: list[Diagnostic], pinned: bool) -> None:
+        """Give each free type variable of a value bound in `scope` a new, unique monotype, with
+        a warning; with `pinned`, leave out those a `#label` still waits on (the chunk's end
+        settles them)."""
         for name, b in scope.values.items():
             if not isinstance(b, VarBinding):
                 continue
-            free = [v for v in free_vars(b.scheme.body) if v.link is None]
+            waiting = {v.id for v in pinned_vars(b.scheme.body)} if pinned else set()
+            free = [v for v in free_vars(b.scheme.body) if v.link is None and v.id not in waiting]
             if free:
-                checker.warnings.append(Diagnostic(d.span, f"type of {name} contains a free type variable: "
-                                                           "setting it to a unique monotype", "warning"))
+                warnings.append(Diagnostic(span, f"type of {name} contains a free type variable: "
+                                                 "setting it to a unique monotype", "warning"))
             for v in free:
                 v.link = TCon(TyCon(_monotype_name(self.monotypes), 0, False))
                 self.monotypes += 1

@@ -23,7 +23,7 @@ from frontend.ml import typed as t
 from frontend.ml.env import (BasisBinding, ConBinding, ExnBinding, Scope, ValueBinding, VarBinding,
                              elaborate_ty)
 from frontend.ml.types import (ARROW, CHAR_T, EXN_T, INT_T, REAL_T, REF, STRING_T, UNIT, Mismatch, Scheme,
-                               TCon, TRecord, TRigid, TVar, Type, TypeNames, arrow, instantiate, label_key,
+                               TCon, TRecord, TRigid, TVar, TyCon, Type, TypeNames, arrow, instantiate, label_key,
                                mono, prune, record_type, show, tuple_type, unify)
 from hpgrem.ir import Span
 
@@ -43,6 +43,7 @@ class ExpChecker:
         self.rigids: dict[str, TRigid] = {}
         self.overloads: list[TVar] = []
         self.selections: list[tuple[TVar, str, Span]] = []
+        self.tycons: list[TyCon] = []  # every datatype declared, in order (for `let`'s scope)
         self.errors: list[Diagnostic] = []
         self.warnings: list[Diagnostic] = []
 
@@ -205,8 +206,13 @@ class ExpChecker:
 
     def _ELet(self, e: s.ELet, scope: Scope) -> t.Expr:
         inner = scope.child()
+        before = len(self.tycons)
         decs = self.decs(e.decs, inner)
         body = self.exp(e.body, inner)
+        local = _tycon_in(body.type, set(map(id, self.tycons[before:])))
+        if local is not None:  # Definition, rule 4: the type of a let has no type name of its own
+            self.error(e.span, f"the type of this let expression, {show(body.type)}, contains datatype "
+                               f"{local.name} declared inside it (the type escapes its scope)")
         return t.Let(tuple(decs), body, body.type, e.span)
 
     def _EAnnot(self, e: s.EAnnot, scope: Scope) -> t.Expr:
@@ -427,3 +433,17 @@ def mismatch_message(err: Mismatch, expected: Type, found: Type) -> str:
             return f"type mismatch: expected {show(expected, names)}, found {options}"
     text = f"type mismatch: expected {show(expected, names)}, found {show(found, names)}"
     return text + (" (a type that contains itself)" if err.reason == "circular" else "")
+
+
+def _tycon_in(ty: Type, tycons: set[int]) -> TyCon | None:
+    """A type constructor of `ty` whose id is in `tycons`, if any."""
+    ty = prune(ty)
+    if isinstance(ty, TCon):
+        if id(ty.con) in tycons:
+            return ty.con
+        return next((c for a in ty.args if (c := _tycon_in(a, tycons)) is not None), None)
+    if isinstance(ty, TRecord):
+        return next((c for _, ft in ty.fields if (c := _tycon_in(ft, tycons)) is not None), None)
+    if isinstance(ty, TVar) and ty.fields:
+        return next((c for ft in ty.fields.values() if (c := _tycon_in(ft, tycons)) is not None), None)
+    return None

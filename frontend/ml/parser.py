@@ -7,6 +7,7 @@ that a syntax error in a later chunk does not stop the earlier ones from running
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -46,6 +47,13 @@ class _SyntaxError(Exception):
         self.diagnostic = Diagnostic(span, message)
 
 
+@dataclass(frozen=True, slots=True)
+class _RecOpened:
+    """A value binding written after `rec` (`val rec f = ...`, `and rec g = ...`)."""
+
+    bind: s.ValBind
+
+
 def _is(x, kind: str) -> bool:
     return isinstance(x, Token) and x.type == kind
 
@@ -73,7 +81,7 @@ class _Build(Transformer_NonRecursive):
     def chunk_exp(self, c):
         exp = c[0]
         bind = s.ValBind(s.PVar("it", exp.span), exp, exp.span)
-        return s.Chunk((s.DVal((), (bind,), False, exp.span),), exp.span)
+        return s.Chunk((s.DVal((), (bind,), 1, exp.span),), exp.span)
 
     def ty_only(self, c):
         return c[0]
@@ -93,15 +101,14 @@ class _Build(Transformer_NonRecursive):
     @v_args(meta=True)
     def val_dec(self, meta, c):
         tyvars, binds = self._tyvars_and_rest(c)
-        return s.DVal(tyvars, tuple(binds), False, self._span(meta))
-
-    @v_args(meta=True)
-    def val_rec_dec(self, meta, c):
-        tyvars, binds = self._tyvars_and_rest(c)
-        return s.DVal(tyvars, tuple(binds), True, self._span(meta))
+        rec_from = next((i for i, b in enumerate(binds) if isinstance(b, _RecOpened)), len(binds))
+        return s.DVal(tyvars, tuple(b.bind if isinstance(b, _RecOpened) else b for b in binds), rec_from,
+                      self._span(meta))
 
     @v_args(meta=True)
     def valbind(self, meta, c):
+        if _is(c[0], "REC"):  # the binding starts after its `rec`s
+            return _RecOpened(s.ValBind(c[-2], c[-1], c[-2].span))
         return s.ValBind(c[0], c[1], self._span(meta))
 
     @v_args(meta=True)

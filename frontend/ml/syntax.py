@@ -332,11 +332,12 @@ class ValBind:
 
 @dataclass(frozen=True, slots=True)
 class DVal:
-    """`val [rec] tyvars pat = exp and ...`."""
+    """`val tyvars pat = exp and ... and rec pat = fn ... and ...`: the bindings from `rec_from`
+    on are recursive (`rec` covers the rest of the group), `rec_from` is `len(binds)` when none is."""
 
     tyvars: tuple[TyVar, ...]
     binds: tuple[ValBind, ...]
-    rec: bool
+    rec_from: int
     span: Span
 
 

@@ -325,17 +325,44 @@ def substitute(t: Type, args: list[Type]) -> Type:
     return t
 
 
+def pinned_vars(t: Type) -> list[TVar]:
+    """The record-constrained variables of `t` (made by `#label`) and every variable of their
+    fields: none may be generalised or given a monotype before the record type is known."""
+    out: list[TVar] = []
+    seen: set[int] = set()
+
+    def walk(x: Type, inside: bool) -> None:
+        x = prune(x)
+        if isinstance(x, TVar):
+            if (inside or x.fields is not None) and x.id not in seen:
+                seen.add(x.id)
+                out.append(x)
+            for ft in (x.fields or {}).values():
+                walk(ft, True)
+        elif isinstance(x, TCon):
+            for a in x.args:
+                walk(a, inside)
+        elif isinstance(x, TRecord):
+            for _, ft in x.fields:
+                walk(ft, inside)
+
+    walk(t, False)
+    return out
+
+
 def generalize(t: Type, level: int, rigids: dict[int, TRigid]) -> Scheme:
     """Quantify the unconstrained variables of `t` above `level`, and the rigid variables in
-    `rigids` (by id). Overloaded and record-constrained variables are never quantified: they
-    stay shared until they are resolved at the end of the top-level declaration."""
+    `rigids` (by id). Overloaded and record-constrained variables are never quantified, nor the
+    variables of a constrained record's fields (the record, once known, fixes them): they stay
+    shared until they are resolved at the end of the top-level declaration or chunk."""
     mapping: dict[int, TGen] = {}
     eqs: list[bool] = []
+    pinned = {v.id for v in pinned_vars(t)}
 
     def gen(x: Type) -> Type:
         x = prune(x)
         if isinstance(x, TVar):
-            if x.level > level and x.overload is None and x.fields is None:
+            if x.level > level and x.overload is None and x.fields is None and x.id not in pinned:
                 if x.id not in mapping:
                     mapping[x.id] = TGen(len(eqs))
                     eqs.append(x.eq)
