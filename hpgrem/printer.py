@@ -3,12 +3,15 @@
 One printer for every dialect: each node kind says how it prints (`Node.render`: text pieces,
 child nodes, `inline(child)` and layout marks); this module lays the pieces out, iteratively,
 so that a list of 50,000 elements or an expression nested thousands deep prints in linear time.
+A node with children that is used in several places prints once, where it is first met, as a
+named definition `%N = ...`, and as `%N` everywhere after: the text grows with the distinct
+nodes, not with the paths to them.
 """
 
 from __future__ import annotations
 
 from hpgrem import ir
-from hpgrem.ir.core import IN, NL, OUT, Inline
+from hpgrem.ir.core import IN, NL, OUT, Inline, use_counts
 
 
 def text(node: ir.Node) -> str:
@@ -22,6 +25,8 @@ def lines(node: ir.Node) -> list[str]:
 
 
 def _layout(root: ir.Node, block: bool) -> list[list[str]]:
+    shared = {i for i, n in use_counts((root,)).items() if n > 1}
+    names: dict[int, str] = {}
     out: list[list[str]] = [[]]
     depth = 0
     stack: list = [(root, block)]
@@ -39,10 +44,15 @@ def _layout(root: ir.Node, block: bool) -> list[list[str]]:
                 depth += 1 if piece is IN else -1
         elif type(piece) is Inline:
             stack.append((piece.node, False))
+        elif id(piece) in names:
+            out[-1].append(names[id(piece)])
         else:
             pieces = piece.render()
             if piece.block_form and not blk:
                 pieces = ["{ ", *pieces, " }"]
+            if id(piece) in shared and piece.children():
+                name = names[id(piece)] = f"%{len(names) + 1}"
+                pieces = [f"{name} = ", *pieces]
             child_mode = blk and piece.block_form
             stack.extend((p, child_mode) for p in reversed(pieces))
     return out
@@ -61,4 +71,3 @@ def module_text(module: ir.Module) -> str:
         if notes:
             out.append("  % " + ", ".join(f"{k}={v!r}" for k, v in sorted(notes.items())))
     return "\n".join(out) + "\n"
-

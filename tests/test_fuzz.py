@@ -401,8 +401,8 @@ VALUES = [0, 1, -1, 2, 7, 1 << 62, (1 << 62) - 1, -(1 << 62) - 1, 1 << 64, -(1 <
           "", "x", "main/0", "main", "[|]", "[]", "?", "^", "&", ",", "write/1", "int.+", "print", "list", "bool",
           "tags", "args", "mixed", "con", "exn", "int", "string", "char", "arg", "cons", "exnarg", "deref",
           "Div", "Match", "é\u2028\x00", "x" * 10_000, "__import__('os')", None, True, False, [], [[]], {},
-          {"kind": "Lit", "value": None, "span": ["f", 1, 1]}, {"kind": "Atom", "name": "a", "span": ["f", 1, 1]},
-          {"kind": "Nope"}, {"kind": None}]
+          {"kind": "ml.Lit", "value": None, "span": ["f", 1, 1]}, {"kind": "parlog.Atom", "name": "a", "span": ["f", 1, 1]},
+          {"kind": "Nope"}, {"kind": None}, {"ref": 0}, {"ref": 99}, {"ref": -1}]
 
 
 def _paths(x, path=()):
@@ -638,17 +638,17 @@ def _first(doc, pred):
 
 def _unswitch(doc):
     """The first switch replaced by its second case's body: its `.arg` parts no longer tested."""
-    fn = _first(doc, lambda x: x.get("kind") == "Function" and x["body"].get("kind") == "Switch")
+    fn = _first(doc, lambda x: x.get("kind") == "ml.Function" and x["body"].get("kind") == "ml.Switch")
     fn["body"] = fn["body"]["cases"][1][1]
 
 
 @pytest.mark.parametrize("edit, words", [
-    (lambda d: _first(d, lambda x: x.get("kind") == "Part" and x["step"] == 1).update(step=7),
+    (lambda d: _first(d, lambda x: x.get("kind") == "ml.Part" and x["step"] == 1).update(step=7),
      ["type mismatch: a tuple with a field 7 and (int * int)"]),
     (_unswitch, ["type mismatch: a datatype of one constructor and t"]),
     (lambda d: _first(d, lambda x: x.get("rep") == "mixed").update(rep="args"),
      ["type mismatch: an argument of type 'a and no argument"]),
-    (lambda d: _first(d, lambda x: x.get("kind") == "Construct" and x["tag"] == 1).update(arg=None),
+    (lambda d: _first(d, lambda x: x.get("kind") == "ml.Construct" and x["tag"] == 1).update(arg=None),
      ["type mismatch: an argument of type 'a and no argument"]),
 ])
 def test_an_ml_graph_that_misreads_its_values_is_refused(tmp_path, edit, words):
@@ -664,17 +664,17 @@ GUARDED = "mode p(?, ^).\np(X, Y) <- X > 0 : Y = pos.\np(X, Y) <- X =< 0 : Y = n
 
 
 def _guard(doc):
-    return _first(doc, lambda x: x.get("kind") == "Call" and x["target"] == ">/2")
+    return _first(doc, lambda x: x.get("kind") == "parlog.Call" and x["target"] == ">/2")
 
 
 @pytest.mark.parametrize("edit, words", [
     (lambda d: _guard(d)["args"].pop(), ["1 arguments in a call of >/2"]),
     (lambda d: _guard(d).update(target="write/1", args=_guard(d)["args"][:1]), ["write/1 cannot stand in a guard"]),
-    (lambda d: _first(d, lambda x: x.get("kind") == "Clause").update(nvars=10 ** 30), ["variables (0 to"]),
-    (lambda d: _first(d, lambda x: x.get("kind") == "Atom").update(name="\ud800"), ["lone surrogate"]),
-    (lambda d: _first(d, lambda x: x.get("kind") == "Atom").update(kind="Struct", args=[]),
+    (lambda d: _first(d, lambda x: x.get("kind") == "parlog.Clause").update(nvars=10 ** 30), ["variables (0 to"]),
+    (lambda d: _first(d, lambda x: x.get("kind") == "parlog.Atom").update(name="\ud800"), ["lone surrogate"]),
+    (lambda d: _first(d, lambda x: x.get("kind") == "parlog.Atom").update(kind="parlog.Struct", args=[]),
      ["a compound term has arguments"]),
-    (lambda d: _first(d, lambda x: x.get("kind") == "Relation").update(key="q/2"), ["is not the key of p/2"]),
+    (lambda d: _first(d, lambda x: x.get("kind") == "parlog.Relation").update(key="q/2"), ["is not the key of p/2"]),
 ])
 def test_a_parlog_graph_that_contradicts_the_machine_is_refused(tmp_path, edit, words):
     hpg, text = _compiled(tmp_path, GUARDED, "p.par")
@@ -688,7 +688,7 @@ def test_every_example_passes_the_loaders_type_check():
     -O0 and -O2) and read back from its .hpg text, has types."""
     from hpgrem.driver.pipeline import Options, compile_file
     from hpgrem.serialize import dumps, loads
-    from hpgrem.typecheck import type_problem
+    from hpgrem.ir.ml_types import type_problem
     for program in ML_PROGRAMS:
         for opt in (0, 1, 2) if program in HPG_PROGRAMS[5:9] else (1,):
             module = loads(dumps(compile_file(str(ROOT / program), Options(opt=opt)).module))
@@ -702,24 +702,24 @@ def test_generated_ml_programs_pass_the_loaders_type_check(seed):
 
     from hpgrem.driver.pipeline import Options, compile_text
     from hpgrem.serialize import dumps, loads
-    from hpgrem.typecheck import type_problem
+    from hpgrem.ir.ml_types import type_problem
     text = generate(seed)
     for opt in (0, 2):
         module = loads(dumps(compile_text(text, "g.sml", Options(opt=opt)).complete()))
         assert type_problem(module) is None, (seed, opt)
 
 
-def test_the_loader_knows_the_types_of_the_primitives():
-    """hpgrem/typecheck.py's types of the primitives are the basis's (frontend/ml/basis.py)."""
+def test_the_primitive_table_holds_the_basis_types():
+    """hpgrem/ir/ml_dialect.py's one table of ML primitives gives the basis's types
+    (frontend/ml/basis.py), and the arities the verifier checks are derived from it."""
     from frontend.ml.basis import VALUES
     from frontend.ml.lower import CURRIED
-    from hpgrem.typecheck import PRIMITIVE_TYPES
-    from hpgrem.verify import ML_PRIMITIVES
-    assert PRIMITIVE_TYPES.keys() == ML_PRIMITIVES.keys()
+    from hpgrem.ir.ml_dialect import ARITIES, PRIMITIVES
+    assert ARITIES.keys() == PRIMITIVES.keys()
     basis = {v.name: v.type.replace("''a", "'a").replace("StringCvt.realfmt", "realfmt") for v in VALUES}
     basis |= {"ref": "'a -> 'a ref", "=.simple": basis["="], "<>.simple": basis["<>"]}
-    for op, arity in ML_PRIMITIVES.items():
-        ours = PRIMITIVE_TYPES[op]
+    for op, ours in PRIMITIVES.items():
+        arity = ARITIES[op]
         assert ours.count(",") == arity - 1, op
         ty, _, name = op.partition(".")
         theirs = basis[op] if op in basis else basis[name].replace("'a", ty)
@@ -728,10 +728,11 @@ def test_the_loader_knows_the_types_of_the_primitives():
         assert ours == theirs, op
 
 
-def test_the_verifier_knows_the_primitives_the_machine_implements():
-    """hpgrem/verify.py's table of ML primitives and their arities is the machine's."""
+def test_the_machine_implements_exactly_the_primitive_table():
+    """The machine (pam/ml/basis.py, pam/ml/codegen.py) implements exactly the primitives of
+    the table, each with the table's number of arguments."""
     from frontend.ml.lower import CURRIED
-    from hpgrem.verify import ML_PRIMITIVES
+    from hpgrem.ir.ml_dialect import ARITIES
     from pam.ml.basis import OVERLOADED, PRIMITIVES
     from pam.ml.codegen import BINARY, UNARY
     machine = {op: 2 for op in BINARY} | {op: 1 for op in UNARY}
@@ -739,7 +740,7 @@ def test_the_verifier_knows_the_primitives_the_machine_implements():
         machine.setdefault(op, 2 if op in CURRIED else 1)
     for name, ty in OVERLOADED:
         machine.setdefault(f"{ty}.{name}", 1)
-    assert ML_PRIMITIVES == machine
+    assert ARITIES == machine
 
 
 def test_a_case_of_thousands_of_constants_compiles_in_linear_work(monkeypatch):
@@ -794,7 +795,7 @@ def test_an_ml_entry_with_free_variables_is_refused(tmp_path):
     variables) ended in a TypeError (exit 70)."""
     hpg, text = _compiled(tmp_path, 'val _ = print "x";\n')
     doc = json.loads(text)
-    _first(doc, lambda x: x.get("kind") == "Function" and x["key"] == "ml:main")["params"] = ["v"]
+    _first(doc, lambda x: x.get("kind") == "ml.Function" and x["key"] == "ml:main")["params"] = ["v"]
     _refused(hpg, json.dumps(doc), "entry ml:main has free variables")
 
 

@@ -69,7 +69,7 @@ def test_simplify_ml_keeps_effects_and_order():
     body = ir.Let("u", ir.Lit(None), ir.If(ir.Construct("bool", 1, None), seq, ir.Lit(None)))
     fn = ir.Function("ml:main", "main", (), 0, body, S)
     p = Simplify()
-    out = p.apply(ir.Module("t", {fn.key: fn}, ir.Entry(fn.key, ()), ir.Dialect.ML))
+    out = p.apply(ir.Module("t", {fn.key: fn}, ir.Entry(fn.key, ()), "ml"))
     assert out.rules[fn.key].body == ir.Sequence((ir.Prim("print", (ir.Lit("a"),)),
                                                   ir.Prim("print", (ir.Lit("b"),)), ir.Lit(None)))
     assert p.fired == {"propagate_copies": 1, "constant_if": 1, "flatten_sequence": 2}

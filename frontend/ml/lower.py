@@ -153,7 +153,7 @@ class Lowerer:
     def module(self, source: str, statements: list[ir.Expr], span: ir.Span) -> ir.Module:
         body = ir.Sequence(tuple(statements) + (ir.Lit(None),), span)
         self.functions[ENTRY] = ir.Function(ENTRY, "main", (), 0, body, span)
-        return ir.Module(source, dict(self.functions), ir.Entry(ENTRY, ()), ir.Dialect.ML)
+        return ir.Module(source, dict(self.functions), ir.Entry(ENTRY, ()), "ml")
 
     def top_dec(self, d: t.Dec) -> list[ir.Expr]:
         if isinstance(d, t.ValDec):

@@ -4,7 +4,13 @@ Every IR node is a frozen, slotted dataclass registered once with `@node(dialect
 declared field types are its schema: from them alone come its children (the fields that can
 hold nodes), the generic walk and transform, the `.hpg` encoding and the type checks that the
 loader and the verifier make. A dialect (`parlog`, `ml`, later `tensor`) is a module that
-registers its node kinds; nothing here names one.
+registers its node kinds under names qualified by the dialect (`parlog.Call`, `ml.Let`), and
+describes itself in the dialect table (hpgrem/ir/dialects.py); nothing here names one.
+
+The IR is a graph, not a tree: nodes are immutable, so one node object used in several places
+is one value, named once. Its meaning is exactly that of copies in each place (sharing changes
+cost, never meaning). The walk, the transform and every structural consumer built on them visit
+each distinct node once (`walk_tree` is the per-path walk, for the few that count occurrences).
 
 A *rule* is what the machine compiles into one step function and what a trace names when it
 rewrites: a PARLOG relation with its guarded clauses, an ML supercombinator, later a tensor
@@ -37,23 +43,18 @@ class Span:
 NO_SPAN = Span("<none>", 0, 0)
 
 
-class Dialect(enum.StrEnum):
-    """The dialect of a module's rules (a StrEnum: it reads and compares as its name)."""
-
-    PARLOG = "parlog"
-    ML = "ml"
-
-
 # ---------------------------------------------------------------------------------------------
 # The node protocol
 
 NODE_KINDS: dict[str, type[Node]] = {}
-"""Every registered node kind by name (names are unique across dialects)."""
+"""Every registered node kind by its qualified name, `dialect.Class` (`parlog.Call`, `ml.Tuple`):
+two dialects may each have a kind of the same class name."""
 
 
 class Node:
-    """The protocol every IR node follows: `kind`, `dialect`, `children()`, `attributes()`,
-    `span`, `rebuild(children)`. Subclasses are dataclasses registered with `@node`."""
+    """The protocol every IR node follows: `kind` (qualified: `parlog.Call`), `dialect`,
+    `children()`, `attributes()`, `span`, `rebuild(children)`. Subclasses are dataclasses
+    registered with `@node`."""
 
     __slots__ = ()
     kind: ClassVar[str]
@@ -128,15 +129,73 @@ def _replace(value, it):
 
 
 def node(dialect: str):
-    """Register a node class of `dialect` under its class name (its `kind`)."""
+    """Register a node class of `dialect` under its qualified name `dialect.Class` (its `kind`)."""
     def register(cls):
-        if cls.__name__ in NODE_KINDS:
-            raise ValueError(f"node kind {cls.__name__} is registered twice")
-        cls.kind = cls.__name__
+        kind = f"{dialect}.{cls.__name__}"
+        if kind in NODE_KINDS:
+            raise ValueError(f"node kind {kind} is registered twice")
+        cls.kind = kind
         cls.dialect = dialect
-        NODE_KINDS[cls.__name__] = cls
+        cls.__eq__, cls.__hash__ = _equal, _hash  # the dataclass's own recurse once per path
+        NODE_KINDS[kind] = cls
         return cls
     return register
+
+
+def _compared(cls: type) -> tuple[str, ...]:
+    s = _COMPARED.get(cls)
+    if s is None:
+        s = _COMPARED[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.compare)
+    return s
+
+
+_COMPARED: dict[type, tuple[str, ...]] = {}
+
+
+def _equal(a: Node, b) -> bool:
+    """Structural equality as the dataclass defines it (fields with `compare`, so not spans),
+    over the graph: each pair of nodes is compared once, however many paths reach it."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return NotImplemented
+    done: set[tuple[int, int]] = set()
+    stack: list = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if isinstance(x, Node):
+            if type(x) is not type(y):
+                return False
+            if (id(x), id(y)) in done:
+                continue
+            done.add((id(x), id(y)))
+            stack.extend((getattr(x, f), getattr(y, f)) for f in _compared(type(x)))
+        elif type(x) is tuple:
+            if type(y) is not tuple or len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif isinstance(y, Node) or not x == y:
+            return False
+    return True
+
+
+def _hash(node: Node) -> int:
+    """A hash that agrees with `_equal`, computed once per distinct node."""
+    def value(v, memo: dict):
+        if isinstance(v, Node):
+            return memo[id(v)]
+        if type(v) is tuple:
+            return tuple(value(i, memo) for i in v)
+        return v
+    memo: dict[int, int] = {}
+
+    def at(x: Node, _children: list) -> int:
+        h = hash((x.kind, *(value(getattr(x, f), memo) for f in _compared(type(x)))))
+        memo[id(x)] = h
+        return h
+    return fold(node, at)
 
 
 @dataclass(frozen=True)
@@ -226,11 +285,33 @@ def _what(value) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Generic walk and transform (iterative: programs nest thousands deep)
+# Generic walk and transform (iterative: programs nest thousands deep; linear in distinct nodes)
 
 
 def walk(root: Node) -> Iterator[Node]:
-    """Every node below and including `root`, parents before children, left to right."""
+    """Every distinct node below and including `root`, parents before children, left to right:
+    a node reached by several paths is visited once, at its first place (the order is the
+    per-path order with the repeats left out)."""
+    return walk_all((root,))
+
+
+def walk_all(roots) -> Iterator[Node]:
+    """Every distinct node below the nodes of `roots` (a node shared by two roots once)."""
+    seen: set[int] = set()
+    stack = list(reversed(tuple(roots)))
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        yield x
+        stack.extend(reversed(x.children()))
+
+
+def walk_tree(root: Node) -> Iterator[Node]:
+    """Every node below and including `root` once per path that reaches it, as if shared nodes
+    were copies: for counting occurrences (of a variable, of code that a copy duplicates). Its
+    work grows with the paths, which a graph may have exponentially many of."""
     stack = [root]
     while stack:
         x = stack.pop()
@@ -238,26 +319,97 @@ def walk(root: Node) -> Iterator[Node]:
         stack.extend(reversed(x.children()))
 
 
-def transform(root: Node, fn) -> Node:
-    """Rebuild `root` bottom up: `fn(node)` sees each node with its children already
-    transformed and returns its replacement (or the node itself). Unchanged subtrees are kept."""
-    stack: list = [(root, None)]
-    done: list[Node] = []
+def use_counts(roots) -> dict[int, int]:
+    """How many references each distinct node below `roots` has (by `id`): one per field or item
+    of a parent that holds it, one per place among `roots`. A count above one is a shared node."""
+    counts: dict[int, int] = {}
+    for r in roots:
+        counts[id(r)] = counts.get(id(r), 0) + 1
+    for x in walk_all(roots):
+        for c in x.children():
+            counts[id(c)] = counts.get(id(c), 0) + 1
+    return counts
+
+
+def fold(root: Node, fn):
+    """`fn(node, results)` bottom up, once per distinct node, where `results` are the values
+    `fn` gave for the node's children (in `children()` order): a node used in several places is
+    computed once, so the work is linear in distinct nodes."""
+    done: dict[int, object] = {}
+    stack: list[Node] = [root]
     while stack:
-        x, kids = stack.pop()
-        if kids is None:
-            kids = x.children()
-            stack.append((x, kids))
-            stack.extend((k, None) for k in reversed(kids))
+        x = stack[-1]
+        if id(x) in done:
+            stack.pop()
             continue
-        n = len(kids)
-        new = done[len(done) - n:] if n else []
-        if n:
-            del done[len(done) - n:]
-        if any(a is not b for a, b in zip(new, kids)):
-            x = x.rebuild(new)
-        done.append(fn(x))
-    return done[0]
+        kids = x.children()
+        pending = [k for k in kids if id(k) not in done]
+        if pending:
+            stack.extend(reversed(pending))
+            continue
+        stack.pop()
+        done[id(x)] = fn(x, [done[id(k)] for k in kids])
+    return done[id(root)]
+
+
+def transform(root: Node, fn) -> Node:
+    """Rebuild `root` bottom up: `fn(node)` sees each distinct node once, with its children
+    already transformed, and returns its replacement (or the node itself). Unchanged subgraphs
+    are kept, and so is sharing: a node used in several places is replaced by one result."""
+    def at(x: Node, new: list) -> Node:
+        return fn(x.rebuild(new) if any(a is not b for a, b in zip(new, x.children())) else x)
+    return fold(root, at)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON paths: where a node stands, as `.hpg` names it
+
+
+class JsonPath:
+    """A JSON path (`$.rules[3].body.args[1]`) built only when shown: a parent and a step, so
+    walking a graph nested 100,000 deep costs no more than walking it."""
+
+    __slots__ = ("parent", "step")
+
+    def __init__(self, parent: JsonPath | str, step: str = ""):
+        self.parent, self.step = parent, step
+
+    def __truediv__(self, step: str) -> JsonPath:
+        return JsonPath(self, step)
+
+    def __str__(self) -> str:
+        steps, p = [], self
+        while isinstance(p, JsonPath):
+            steps.append(p.step)
+            p = p.parent
+        return p + "".join(reversed(steps))
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
+
+
+def walk_paths(root: Node, path) -> Iterator[tuple[Node, JsonPath | str]]:
+    """(node, JSON path) for every distinct node below and including `root`, parents first; the
+    path names the node's first place as the `.hpg` file's tree would (`$.rules[3].body.args[1]`)."""
+    seen: set[int] = set()
+    stack = [(root, path)]
+    while stack:
+        x, p = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        yield x, p
+        found: list = []
+        for name in schema(type(x)).node_fields:
+            _node_paths(getattr(x, name), JsonPath(p, f".{name}"), found)
+        stack.extend(reversed(found))
+
+
+def _node_paths(value, path: JsonPath, out: list) -> None:
+    if isinstance(value, Node):
+        out.append((value, path))
+    elif type(value) is tuple:
+        for i, item in enumerate(value):
+            _node_paths(item, JsonPath(path, f"[{i}]"), out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,19 +450,23 @@ MODULE_FACTS = ""
 
 @dataclass(slots=True)
 class Module:
-    """A compiled program: its rules by key (all of one dialect), the entry, and the
-    annotations passes recorded: `annotations[rule key][name]` (`annotations[""]` holds facts
-    about the whole module). Annotation values are JSON-like: bool, int, float, str, None and
-    tuples of them."""
+    """A compiled program: its rules by key (all of one dialect, named as in the dialect table,
+    hpgrem/ir/dialects.py), the entry, and the annotations passes recorded:
+    `annotations[rule key]["OWNER.name"]`, each name in the namespace of the pass that owns it
+    (`annotations[""]` holds facts about the whole module). Annotation values are JSON-like:
+    bool, int, float, str, None and tuples of them. `source_lines` holds the lines of the source file that the rules' spans name (by line
+    number), so a message about a compiled module can quote its source without the file."""
 
     source: str
     rules: dict[str, Rule]
     entry: Entry | None = None
-    dialect: Dialect = Dialect.PARLOG
+    dialect: str = "parlog"
     annotations: dict[str, dict[str, AnnotationValue]] = field(default_factory=dict)
+    source_lines: dict[int, str] = field(default_factory=dict)
 
     @property
-    def language(self) -> Dialect:
+    def language(self) -> str:
+        """The name the module's runtime is found by (pam/runtimes.py): its dialect."""
         return self.dialect
 
     def annotation(self, key: str, name: str, default=None):
@@ -318,3 +474,25 @@ class Module:
         the module), or `default`. Passes write notes through the pass manager
         (hpgrem.passes.annotated), which keeps each owner to its own namespace."""
         return self.annotations.get(key, {}).get(name, default)
+
+
+MAX_SOURCE_LINE = 400
+"""The most characters of a source line a module keeps (`Module.source_lines`)."""
+
+
+def named_lines(module: Module) -> set[int]:
+    """The line numbers of the module's own source file that spans of its nodes name."""
+    roots = [*([module.entry] if module.entry is not None else []), *module.rules.values()]
+    return {x.span.line for x in walk_all(roots)
+            if type(getattr(x, "span", None)) is Span and x.span.file == module.source}
+
+
+def source_lines(module: Module, text: str) -> dict[int, str]:
+    """The lines of `text` (the module's source file) that spans of the module's nodes name,
+    each cut to MAX_SOURCE_LINE characters: what `Module.source_lines` keeps."""
+    named = named_lines(module)
+    out: dict[int, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if number in named:
+            out[number] = line[:MAX_SOURCE_LINE]
+    return out

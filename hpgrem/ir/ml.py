@@ -14,7 +14,7 @@ import enum
 import hashlib
 from dataclasses import dataclass, field, replace
 
-from hpgrem.ir.core import IN, NL, NO_SPAN, OUT, Node, Rule, Span, inline, node, transform, walk
+from hpgrem.ir.core import IN, NL, NO_SPAN, OUT, Node, Rule, Span, fold, inline, node, transform, walk
 from hpgrem.primitives import ML_BASIS_EXCEPTIONS
 
 INT_MIN, INT_MAX = -(1 << 62), (1 << 62) - 1
@@ -361,11 +361,14 @@ Expr = (Lit | Local | Global | MakeClosure | CallKnown | Apply | Prim | Construc
 
 def fingerprint(expr: Node) -> str:
     """A digest of an expression's structure (kinds and attributes, not spans): an annotation
-    about particular nodes of a body records it, and applies only to the body it was made for."""
-    h = hashlib.blake2b(digest_size=8)
-    for x in walk(expr):
-        h.update(f"{x.kind}{tuple(x.attributes().values())!r}{len(x.children())};".encode())
-    return h.hexdigest()
+    about particular nodes of a body records it, and applies only to the body it was made for.
+    A shared node digests as its copies would, once."""
+    def digest(x: Node, children: list[bytes]) -> bytes:
+        h = hashlib.blake2b(f"{x.kind}{tuple(x.attributes().values())!r}{len(children)};".encode(), digest_size=8)
+        for c in children:
+            h.update(c)
+        return h.digest()
+    return fold(expr, digest).hex()
 
 
 INT_ARITHMETIC = ("int.+", "int.-", "int.*", "int.~", "int.abs")
@@ -393,6 +396,20 @@ def rename_locals(expr: Node, names: set[str], suffix: str) -> Node:
         return n
     return transform(expr, rename)
 
+def free_locals(expr: Node) -> frozenset[str]:
+    """The locals `expr` uses that it does not bind (a `Let` binds its name in its body, a
+    `Handle` in its handler)."""
+    def free(x: Node, children: list[frozenset[str]]) -> frozenset[str]:
+        if isinstance(x, Local):
+            return frozenset((x.name,))
+        if isinstance(x, (Let, Handle)):
+            return children[0] | (children[1] - {x.name})
+        if len(children) == 1:
+            return children[0]
+        return frozenset().union(*children)
+    return fold(expr, free)
+
+
 @node("ml")
 @dataclass(frozen=True, slots=True)
 class Function(Rule):
@@ -418,12 +435,10 @@ class Function(Rule):
         out: list[str] = []
         if not 0 <= self.arity <= len(self.params):
             out.append(f"arity {self.arity} with {len(self.params)} parameters")
-        stack: list = [(self.body, frozenset(self.params))]
-        while stack:
-            e, scope = stack.pop()
-            if isinstance(e, Local) and e.name not in scope:
-                out.append(f"local {e.name} used outside its scope")
-            elif isinstance(e, BasisException) and e.name not in ML_BASIS_EXCEPTIONS:
+        for name in sorted(free_locals(self.body) - set(self.params)):
+            out.append(f"local {name} used outside its scope")
+        for e in walk(self.body):
+            if isinstance(e, BasisException) and e.name not in ML_BASIS_EXCEPTIONS:
                 out.append(f"unknown basis exception {e.name!r}")
             elif isinstance(e, (CallKnown, MakeClosure)):
                 callee = module.rules.get(e.function)
@@ -434,11 +449,8 @@ class Function(Rule):
                 elif isinstance(e, MakeClosure) and len(e.free) != len(callee.params) - callee.arity:
                     out.append(f"closure of {e.function} binds {len(e.free)} free variables, "
                                f"it has {len(callee.params) - callee.arity}")
-            if isinstance(e, (Let, Handle)):
-                first, second = (e.value, e.body) if isinstance(e, Let) else (e.body, e.handler)
-                stack += [(first, scope), (second, scope | {e.name})]
-            else:
-                stack.extend((child, scope) for child in e.children())
+            if len(out) >= 5:
+                break
         return out[:5]
 
     def render(self) -> list:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import sys
 
 from hpgrem.ir import ml
-from hpgrem.ir.core import Module
-from hpgrem.verify import JsonPath
+from hpgrem.ir.core import JsonPath, Module, use_counts, walk
+from hpgrem.ir.ml_dialect import PRIMITIVES
 
 GENERIC = 1 << 30
 
@@ -198,43 +198,11 @@ def instantiate(t: T, level: int) -> T:
 
 
 # ---------------------------------------------------------------------------------------------
-# The primitives' types, in ML syntax (frontend/ml/basis.py writes the same ones)
+# The primitives' types, in ML syntax (hpgrem/ir/ml_dialect.py's table; frontend/ml/basis.py
+# writes the same ones)
 
 _DATATYPE_TAGS = {"option": 2, "StringCvt.realfmt": 4}
 """The basis datatypes with their own names: how many constructors they have."""
-
-PRIMITIVE_TYPES: dict[str, str] = {
-    **{f"int.{o}": "int, int -> int" for o in "+-*"}, **{f"real.{o}": "real, real -> real" for o in "+-*"},
-    "/": "real, real -> real", "div": "int, int -> int", "mod": "int, int -> int",
-    **{op: "'a, 'a -> bool" for op in ("=.simple", "<>.simple", "=", "<>")},
-    "^": "string, string -> string", ":=": "'a ref, 'a -> unit", "before": "'a, unit -> 'a",
-    **{f"{ty}.{o}": f"{ty}, {ty} -> bool" for ty in ("int", "real", "string", "char") for o in ("<", ">", "<=", ">=")},
-    "String.concatWith": "string, string list -> string", "String.isPrefix": "string, string -> bool",
-    "Real.fmt": "realfmt, real -> string",
-    "int.~": "int -> int", "int.abs": "int -> int", "real.~": "real -> real", "real.abs": "real -> real",
-    "not": "bool -> bool", "print": "string -> unit", "!": "'a ref -> 'a", "ref": "'a -> 'a ref",
-    "@": "'a list * 'a list -> 'a list", "Int.toString": "int -> string", "Int.fromString": "string -> int option",
-    "Int.min": "int * int -> int", "Int.max": "int * int -> int", "Int.abs": "int -> int",
-    "Int.quot": "int * int -> int", "Int.rem": "int * int -> int", "Bool.toString": "bool -> string",
-    "real": "int -> real", "Real.fromInt": "int -> real", "floor": "real -> int", "ceil": "real -> int",
-    "round": "real -> int", "trunc": "real -> int", "Math.sqrt": "real -> real",
-    "size": "string -> int", "String.size": "string -> int", "str": "char -> string",
-    "ord": "char -> int", "Char.ord": "char -> int", "chr": "int -> char", "Char.chr": "int -> char",
-    "explode": "string -> char list", "String.explode": "string -> char list",
-    "implode": "char list -> string", "String.implode": "char list -> string",
-    "concat": "string list -> string", "String.concat": "string list -> string",
-    "String.sub": "string * int -> char", "String.substring": "string * int * int -> string",
-    "Char.isDigit": "char -> bool", "Char.isAlpha": "char -> bool", "Char.toUpper": "char -> char",
-    "Char.toLower": "char -> char", "hd": "'a list -> 'a", "tl": "'a list -> 'a list", "null": "'a list -> bool",
-    "length": "'a list -> int", "List.length": "'a list -> int", "rev": "'a list -> 'a list",
-    "List.rev": "'a list -> 'a list", "List.nth": "'a list * int -> 'a", "List.take": "'a list * int -> 'a list",
-    "List.drop": "'a list * int -> 'a list", "List.concat": "'a list list -> 'a list",
-    "Option.valOf": "'a option -> 'a", "valOf": "'a option -> 'a", "Option.isSome": "'a option -> bool",
-    "isSome": "'a option -> bool", "Option.getOpt": "'a option * 'a -> 'a", "exnName": "exn -> string",
-}
-"""Each ML primitive's arguments (a comma between the arguments of a two-argument call) and
-result; `tests/test_fuzz.py` checks that they are the basis's types."""
-
 
 def _parse_signature(text: str, level: int) -> tuple[list[T], T]:
     args, result = text.split(" -> ")
@@ -292,9 +260,12 @@ def _stable(e) -> bool:
 
 def _nonexpansive(e) -> bool:
     """A value whose type may be generalized (the value restriction)."""
-    stack = [e]
+    stack, seen = [e], set()
     while stack:
         x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
         if isinstance(x, (ml.Lit, ml.Local, ml.Global, ml.MakeClosure, ml.BasisException)):
             continue
         if isinstance(x, ml.Construct):
@@ -320,8 +291,10 @@ class _Checker:
         self.tags: dict[str, int] = dict(_DATATYPE_TAGS)
         self.case_facts: dict[tuple[int, int], tuple] = {}  # (switch, case) -> (subject, what its test found)
         self.arms: dict[str, dict[int, dict]] = {}  # a local numbering the arm of a match -> facts per arm
+        self.shared: set[int] = set()  # the expressions of the function being checked used in several places
+        self.schemes: dict[tuple[int, int], tuple[dict, T, bool]] = {}  # (shared node, refine) -> (refine, type, generic)
         for rule in module.rules.values():
-            for node in _nodes(rule.body):
+            for node in walk(rule.body):
                 if isinstance(node, ml.Construct):
                     self._count(node.datatype, node.tag + 1)
                 elif isinstance(node, ml.Switch) and node.test == ml.SwitchTest.CON:
@@ -353,6 +326,8 @@ class _Checker:
                 params, result = self.signatures[key]
                 env = dict(zip(fn.params, params))
                 self.arms = {}
+                self.shared = {i for i, n in use_counts((fn.body,)).items() if n > 1}
+                self.schemes = {}
                 path = f"$.rules[{self.position[key]}].body"
                 self.unify(self.expr(fn.body, env, {}, path), result, path)
             self.level -= 1
@@ -381,6 +356,23 @@ class _Checker:
         return t
 
     def expr(self, e, env: dict, refine: dict, path: str) -> T:
+        """The type of `e`. A node used in several places means what copies of it would: its
+        type is found once (per set of facts known there), generalized over the variables found
+        inside it, and each place takes an instance, so the work is linear in distinct nodes."""
+        if id(e) not in self.shared:
+            return self._expr(e, env, refine, path)
+        known = self.schemes.get((id(e), id(refine)))
+        if known is None or known[0] is not refine:
+            self.level += 1
+            t = self._expr(e, env, refine, path)
+            self.level -= 1
+            generalize(t, self.level)
+            generic = any(v.level == GENERIC for v in _variables(t))
+            known = self.schemes[id(e), id(refine)] = (refine, t, generic)  # keeps refine alive: its id stays its own
+        # a type without generic variables is its only instance: shared, it stays as small as the graph
+        return instantiate(known[1], self.level) if known[2] else known[1]
+
+    def _expr(self, e, env: dict, refine: dict, path: str) -> T:
         kind = type(e)
         if kind is ml.Lit:
             v = e.value
@@ -423,7 +415,7 @@ class _Checker:
             self.unify(f, T("fn", [a, r], self.level), path, "applied: ")
             return r
         if kind is ml.Prim:
-            args, result = _parse_signature(PRIMITIVE_TYPES[e.op], self.level)
+            args, result = _parse_signature(PRIMITIVES[e.op], self.level)
             for i, (p, a) in enumerate(zip(args, e.args)):
                 self.unify(p, self.expr(a, env, refine, JsonPath(path, f".args[{i}]")), JsonPath(path, f".args[{i}]"), f"{e.op}: ")
             return result
@@ -605,17 +597,9 @@ def _same(a: tuple, b: tuple) -> bool:
     return a[0] == b[0] and (a[1] is b[1] or (a[1] is not None and b[1] is not None and find(a[1]) is find(b[1])))
 
 
-def _nodes(root):
-    stack = [root]
-    while stack:
-        x = stack.pop()
-        yield x
-        stack.extend(x.children())
-
-
 def _components(module: Module) -> list[list[str]]:
     """The functions' strongly connected components (calls and closures), callees first."""
-    graph = {key: sorted({n.function for n in _nodes(fn.body) if isinstance(n, (ml.CallKnown, ml.MakeClosure))})
+    graph = {key: sorted({n.function for n in walk(fn.body) if isinstance(n, (ml.CallKnown, ml.MakeClosure))})
              for key, fn in module.rules.items()}
     index: dict[str, int] = {}
     low: dict[str, int] = {}

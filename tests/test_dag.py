@@ -1,0 +1,287 @@
+"""Values named once: the IR is a graph. A node object used in several places is one value that
+means exactly what copies would; every structural consumer (walk, transform, verifier, type
+check, printer, `.hpg`) does work linear in the distinct nodes, and `.hpg` keeps the sharing.
+
+The chains below have n distinct nodes and 2^n paths: a consumer that works per path would not
+finish for n = 60. The counts asserted are visits (calls of `children()`) and text sizes,
+never times.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpgrem import ir
+from hpgrem.ir import Span
+from hpgrem.ir.core import Node
+from hpgrem.printer import module_text
+from hpgrem.serialize import HpgFormatError, dumps, loads
+from hpgrem.verify import verify
+
+ROOT = Path(__file__).resolve().parents[1]
+S = Span("dag.sml", 1, 1)
+
+
+def ml_chain(n: int) -> ir.Module:
+    """`main` builds x0 = (1, 1) (a tuple), x(k+1) = (xk, xk): n + 2 distinct nodes, 2^n paths."""
+    x: ir.Expr = ir.Lit(1, S)
+    for _ in range(n):
+        x = ir.Tuple((x, x), (), S)
+    body = ir.Sequence((x, ir.Lit(None, S)), S)
+    main = ir.Function("ml:main", "main", (), 0, body, S)
+    return ir.Module("dag.sml", {main.key: main}, ir.Entry(main.key, ()), "ml", {}, {1: "val it = ..."})
+
+
+def parlog_chain(n: int) -> ir.Module:
+    """`main :- X = tN` with t0 = a, t(k+1) = f(tk, tk)."""
+    t: ir.Term = ir.Atom("a", S)
+    for _ in range(n):
+        t = ir.Struct("f", (t, t), S)
+    call = ir.Call("=/2", (ir.Var("X", 0, S), t), S)
+    clause = ir.Clause((), (), call, 1, S)
+    main = ir.Relation("main/0", "main", (), ((clause,),), S)
+    return ir.Module("dag.par", {main.key: main}, ir.Entry(main.key, ()), "parlog")
+
+
+CHAINS = {"ml": ml_chain, "parlog": parlog_chain}
+
+
+class Visits:
+    """Counts the calls of `Node.children()` (every walk of every consumer makes them)."""
+
+    def __init__(self, monkeypatch):
+        self.count = 0
+        original = Node.children
+
+        def counting(node):
+            self.count += 1
+            return original(node)
+        monkeypatch.setattr(Node, "children", counting)
+
+
+def _work(module: ir.Module) -> tuple[str, str]:
+    assert verify(module) == []
+    text = dumps(module)
+    back = loads(text)  # the ML type check runs here
+    assert back == module
+    assert dumps(back) == text
+    return text, module_text(module)
+
+
+@pytest.mark.parametrize("dialect", sorted(CHAINS))
+def test_a_chain_of_60_shared_nodes_verifies_prints_and_round_trips(dialect):
+    module = CHAINS[dialect](60)
+    text, printed = _work(module)
+    assert len(text) < 200 * 60 + 2000
+    assert printed.count(" = ") >= 59 and len(printed) < 100 * 60 + 1000
+    back = loads(text)
+    top = next(iter(back.rules.values()))
+    shared = [x for x in ir.walk(top) if isinstance(x, (ir.Tuple, ir.Struct))]
+    assert len(shared) == 60 and all(x.children()[0] is x.children()[1] for x in shared)
+
+
+@pytest.mark.parametrize("dialect", sorted(CHAINS))
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(1, 40))
+def test_work_and_size_grow_linearly_with_distinct_nodes(dialect, n):
+    import _pytest.monkeypatch
+    with _pytest.monkeypatch.MonkeyPatch.context() as mp:
+        visits = Visits(mp)
+        text, printed = _work(CHAINS[dialect](n))
+        per_node = visits.count / (n + 3)
+    assert per_node < 60, per_node
+    base, _ = _work(CHAINS[dialect](0))
+    assert len(text) - len(base) <= 120 * n
+    assert printed.count("\n") < 12
+
+
+def test_the_hpg_text_holds_each_shared_node_once():
+    doc = json.loads(dumps(ml_chain(3)))
+    assert [x["kind"] for x in doc["nodes"]] == ["ml.Lit", "ml.Tuple", "ml.Tuple"]
+    assert doc["nodes"][1]["items"] == [{"ref": 0}, {"ref": 0}]
+    body = doc["rules"][0]["body"]
+    assert body["exprs"][0]["items"] == [{"ref": 2}, {"ref": 2}]
+    assert doc["version"] == 3 and doc["lines"] == [[1, "val it = ..."]]
+
+
+def test_walk_visits_each_distinct_node_once_and_walk_tree_each_path():
+    x = ir.Lit(1)
+    pair = ir.Tuple((x, x))
+    top = ir.Tuple((pair, pair, x))
+    assert [n.kind for n in ir.walk(top)] == ["ml.Tuple", "ml.Tuple", "ml.Lit"]
+    assert len(list(ir.walk_tree(top))) == 1 + 2 * 3 + 1
+    counts = ir.use_counts((top,))
+    assert counts[id(pair)] == 2 and counts[id(x)] == 3 and counts[id(top)] == 1
+
+
+def test_transform_calls_its_function_once_per_distinct_node_and_keeps_sharing():
+    x = ir.Lit(1)
+    top = ir.Tuple((ir.Tuple((x, x)), ir.Tuple((x, x))))
+    seen: list[Node] = []
+
+    def bump(n):
+        seen.append(n)
+        return ir.Lit(n.value + 1) if isinstance(n, ir.Lit) else n
+    out = ir.transform(top, bump)
+    assert len(seen) == 4  # x once, the two inner tuples, the top
+    a, b = out.items
+    assert a.items[0] is a.items[1] is b.items[0] and a.items[0] == ir.Lit(2)
+
+
+def test_fold_computes_once_per_distinct_node():
+    t: ir.Term = ir.Atom("a")
+    for _ in range(100):
+        t = ir.Struct("f", (t, t))
+    paths = ir.fold(t, lambda n, kids: 1 + sum(kids))
+    assert paths == 2 ** 101 - 1  # the tree's size, computed on the graph
+
+
+def test_the_printer_names_a_shared_node_once():
+    x = ir.Prim("int.+", (ir.Lit(1), ir.Lit(2)))
+    text = "\n".join(ir_lines(ir.Tuple((x, x, ir.Lit(3)))))
+    assert text == "(%1 = int.+(1, 2), %1, 3)"
+
+
+def ir_lines(node):
+    from hpgrem.printer import lines
+    return lines(node)
+
+
+def test_a_shared_leaf_prints_in_place():
+    v = ir.Var("X", 0)
+    from hpgrem.printer import text
+    assert text(ir.Struct("f", (v, v))) == "f(X, X)"
+
+
+# ---------------------------------------------------------------------------------------------
+# References in untrusted .hpg files
+
+
+def _doc(module=None) -> dict:
+    return json.loads(dumps(module or ml_chain(2)))
+
+
+def _refused(doc, *words):
+    with pytest.raises(HpgFormatError) as e:
+        loads(json.dumps(doc))
+    for w in words:
+        assert w in str(e.value), str(e.value)
+    return str(e.value)
+
+
+def test_a_forward_or_self_reference_is_refused():
+    doc = _doc()
+    doc["nodes"][1]["items"][0] = {"ref": 1}
+    _refused(doc, "$.nodes[1].items[0]", "not an earlier entry")
+    doc = _doc()
+    doc["nodes"][0] = {"kind": "ml.Tuple", "items": [{"ref": 2}], "order": [], "span": ["f", 1, 1]}
+    _refused(doc, "$.nodes[0].items[0]", "not an earlier entry")
+
+
+def test_a_reference_to_a_node_of_the_wrong_kind_is_refused():
+    doc = _doc(parlog_chain(2))
+    doc["nodes"][0] = {"kind": "parlog.Call", "target": "true/0", "args": [], "span": ["f", 1, 1], "placement": None}
+    _refused(doc, "$.nodes[1].args[0]", "a reference to a parlog.Call node, which cannot stand here")
+
+
+def test_a_reference_stands_only_where_a_node_may():
+    doc = _doc()
+    doc["rules"][0]["key"] = {"ref": 0}
+    _refused(doc, "$.rules[0].key", "expected str")
+    doc = _doc()
+    doc["nodes"][1]["span"] = {"ref": 0}
+    _refused(doc, "$.nodes[1].span")
+    doc = _doc()
+    doc["nodes"].append({"ref": 0})
+    _refused(doc, "$.nodes[2]", "expected a node")
+    doc = _doc()
+    doc["nodes"][1]["items"][0] = {"ref": 0, "kind": "ml.Lit"}
+    _refused(doc, "$.nodes[1].items[0]")
+    doc = _doc()
+    doc["nodes"][1]["items"][0] = {"ref": "0"}
+    _refused(doc, "$.nodes[1].items[0]", '{"ref": N}')
+
+
+def test_the_source_lines_are_checked():
+    doc = _doc()
+    doc["lines"] = [[2, "b"], [1, "a"]]
+    _refused(doc, "$.lines[1][0]", "rise")
+    doc["lines"] = [[1, "x" * 10_000]]
+    _refused(doc, "$.lines[0][1]", "at most")
+    doc["lines"] = [["1", "a"]]
+    _refused(doc, "$.lines[0][0]")
+    doc["lines"] = {"1": "a"}
+    _refused(doc, "$.lines")
+
+
+def test_a_version_2_file_is_refused_as_older():
+    doc = _doc()
+    doc["version"] = 2
+    _refused(doc, "version 2 is an older format", "compile the program again")
+
+
+def test_an_unknown_dialect_is_refused_with_the_known_ones():
+    doc = _doc()
+    doc["dialect"] = "tensor"
+    _refused(doc, "$.dialect", "unknown dialect 'tensor'", "ml, parlog")
+
+
+# ---------------------------------------------------------------------------------------------
+# Sharing changes cost, never meaning
+
+
+def hash_consed(module: ir.Module) -> ir.Module:
+    """The module with every two equal nodes of a rule made one object (the first one's span
+    kept: spans do not take part in equality)."""
+    def shape(value):
+        if isinstance(value, Node):
+            return id(value)
+        if type(value) is tuple:
+            return tuple(shape(v) for v in value)
+        return type(value), repr(value)
+
+    def cons(table: dict):
+        def at(n: Node, kids: list) -> Node:
+            new = n.rebuild(kids) if any(a is not b for a, b in zip(kids, n.children())) else n
+            key = (type(new), tuple(shape(getattr(new, f.name)) for f in dataclasses.fields(new) if f.compare))
+            return table.setdefault(key, new)
+        return at
+    rules = {k: ir.fold(r, cons({})) for k, r in module.rules.items()}
+    return ir.Module(module.source, rules, module.entry, module.dialect, dict(module.annotations),
+                     dict(module.source_lines))
+
+
+def _shared(module: ir.Module) -> int:
+    return sum(1 for n in ir.use_counts(list(module.rules.values())).values() if n > 1)
+
+
+@pytest.mark.parametrize("program", ["ml/bst.sml", "ml/eval.sml", "ml/polymorphism.sml", "parlog/accumulate.par",
+                                     "parlog/ackermann.par"])
+@pytest.mark.parametrize("opt", [0, 2])
+def test_a_hash_consed_module_means_what_the_tree_did(program, opt):
+    """Every equal subexpression made one object: it verifies, passes the type check, writes a
+    smaller `.hpg` that reads back to the same graph, and runs with the same output."""
+    from hpgrem.driver.pipeline import Options, compile_file
+    from pam.machine import Machine
+
+    tree = compile_file(str(ROOT / "examples" / program), Options(opt=opt)).module
+    dag = hash_consed(tree)
+    assert _shared(dag) > _shared(tree)
+    assert dag == tree and verify(dag) == []
+    text = dumps(dag)
+    assert len(text) < len(dumps(tree))
+    back = loads(text)
+    assert back.rules == tree.rules and back.annotations == tree.annotations and _shared(back) == _shared(dag)
+    outputs = []
+    for module in (tree, back):
+        out = io.StringIO()
+        Machine(module, stream=out).run()
+        outputs.append(out.getvalue())
+    assert outputs[0] == outputs[1] and outputs[0]
