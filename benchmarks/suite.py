@@ -226,7 +226,7 @@ def table(rows: list[Row]) -> str:
 
 
 # Suites run only when named (they take minutes): name -> (rows, table, JSON) functions.
-SUITES = {"passes": "benchmarks.passes"}
+SUITES = {"passes": "benchmarks.passes", "scale": "benchmarks.frontend_scale"}
 
 
 def main(names: list[str], as_json: bool = False) -> int:
