@@ -844,3 +844,50 @@ def test_thousands_of_errors_are_shown_as_twenty_and_a_count(tmp_path):
     assert status == 2 and len(heads) == MAX_ERRORS + 1
     assert all(": error: variable x occurs twice" in h for h in heads[:-1])
     assert heads[-1].endswith(f": note: {2999 - MAX_ERRORS} more errors not shown")
+
+
+# ---------------------------------------------------------------------------------------------
+# Big programs (issue 16, item 6): thousands of small PARLOG relations or ML functions
+# (benchmarks/frontend_scale.py), whole or with one line broken at a random place: the program
+# checks and runs right, or is refused at the broken line. (Their time is `hpgrem bench scale`.)
+
+BROKEN = {".par": "p(X <- true.", ".sml": "val _ = 1 + \"one\""}
+
+
+def big_case():
+    return st.tuples(st.sampled_from([".par", ".sml"]), st.integers(1, 5000 if LONG else 800),
+                     st.integers(1, 40), st.one_of(st.none(), st.floats(0, 1)))
+
+
+def fuzz_big(findings: Findings, tmp: Path, case) -> None:
+    from benchmarks.frontend_scale import ml_program, relations_program
+
+    ext, n, chain, broken_at = case
+    text, expected = (relations_program if ext == ".par" else ml_program)(n, chain)
+    lines = text.splitlines(keepends=True)
+    at = None if broken_at is None else int(broken_at * (len(lines) - 1))  # never after the last line
+    if at is not None:
+        lines.insert(at, BROKEN[ext] + "\n")
+    text = "".join(lines)
+    path = tmp / f"big{ext}"
+    path.write_text(text)
+    findings.tried += 1
+    for command in ("check", "run"):
+        args = [command, str(path)]
+        status, stdout, stderr, report = run_cli(args)
+        findings.outcome(args, status, stdout, stderr, report, text, ext, case)
+        if at is None:
+            assert (status, stdout) == (0, expected if command == "run" else ""), (case, stderr[-2000:])
+        else:
+            assert status == 2 and stderr.startswith(f"{path}:{at + 1}:"), (case, stderr[-2000:])
+
+
+def test_big_programs_check_and_run(findings, tmp_path):
+    @reseed
+    @settings(max_examples=_count("big", 4, 60), **FUZZ_SETTINGS)
+    @given(big_case())
+    def fuzz(case):
+        fuzz_big(findings, tmp_path, case)
+
+    fuzz()
+    findings.finish()
