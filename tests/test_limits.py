@@ -80,7 +80,44 @@ def test_timeout_holds_in_ml_direct_code(tmp_path):
     assert took < 10
 
 
+# The limit counts from the command's start (issue 16): reading, compiling and loading count.
+# Each must end within the spec's margin (a second past S); before, the command's last resort
+# stopped them only at S + 2 s or later.
+def test_timeout_holds_while_the_input_is_a_fifo_with_no_writer(tmp_path):
+    fifo = tmp_path / "in.par"
+    os.mkfifo(fifo)
+    r, took = _timed("run", str(fifo), "--timeout", "2")
+    assert r.returncode == 4 and r.stderr == "hpgrem: error: time limit of 2 s reached (--timeout)\n"
+    assert took < 3.5
+
+
+def test_timeout_holds_while_a_big_program_compiles(tmp_path):
+    relations = 20_000  # compiling alone took several seconds
+    text = "".join(f"mode r{i}(?).\nr{i}(X) <- r{i + 1}(X).\n" for i in range(relations))
+    path = _program(tmp_path, text + f"mode r{relations}(?).\nr{relations}(X) <- r0(X).\nmain <- r0(1).\n")
+    r, took = _timed("run", str(path), "--timeout", "2")
+    assert r.returncode == 4 and "time limit of 2 s reached (--timeout)" in r.stderr
+    assert took < 3.5
+
+
 # -- --max-memory ---------------------------------------------------------------------------
+RECURSE = "fun f n = 1 + f (n + 1);\nval _ = f 0;\n"  # an ML recursion that never ends
+
+
+def test_out_of_memory_under_an_address_space_cap_is_a_limit(tmp_path):
+    # the deep recursion failed with SystemError (exit 70) when an allocation failed under ulimit -v
+    path = _program(tmp_path, RECURSE, "rec.sml")
+    r = subprocess.run(["sh", "-c", f"ulimit -v 250000 && exec '{sys.executable}' -m hpgrem.driver.cli run '{path}'"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 4 and r.stderr == "hpgrem: error: out of memory\n", r.stderr
+
+
+def test_out_of_memory_is_told_from_other_system_errors():
+    from pam.limits import out_of_memory
+    assert out_of_memory(MemoryError()) and not out_of_memory(ValueError())
+    assert not out_of_memory(SystemError("error return without exception set"))  # no cap is near
+
+
 @pytest.mark.parametrize("pes", ["1", "4"])
 def test_max_memory_stops_a_runaway_program(pes, tmp_path):
     r = hpgrem("run", str(_program(tmp_path, GROW)), "--max-memory", "120M", "--pes", pes, timeout=120)
