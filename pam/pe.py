@@ -79,8 +79,12 @@ class PE:
             if type(t) is RemoteReader:
                 t.send_value(var)
             elif t.waits is not None:
-                if type(t.waits) is WaitAll and self._still_waits(t, t.waits, var):
-                    continue
+                t.waits = None
+                del suspended[t]
+                push(t)
+                n += 1
+            elif type(t) is WaitAll and not self._still_waits(t, var):
+                t = t.task
                 t.waits = None
                 del suspended[t]
                 push(t)
@@ -113,36 +117,47 @@ class PE:
             out = v
         return unify(out, value, self.bind)
 
-    def _still_waits(self, task: Task, wait: WaitAll, var: Var) -> bool:
-        """`var`, one of the variables `task` waits for all of, was bound: True while others
-        are still unbound. Bound to another unbound variable, it is waited for as that one."""
+    def _still_waits(self, wait: WaitAll, var: Var) -> bool:
+        """`var`, one of the variables `wait` is for, was bound: True while others are still
+        unbound. Bound to another unbound variable, it is waited for as that one."""
         target = deref(var)
         if type(target) is Var:
             wait.variables[wait.variables.index(var)] = target
-            self._suspend_on(target, task)
+            self.park_on(target, wait)
             return True
         wait.left -= 1
         return wait.left > 0
 
-    def _suspend_on(self, v: Var, task: Task) -> None:
+    def park_all(self, task: Task, wait: WaitAll) -> None:
+        """Suspend `task` until every variable of `wait` is bound (at once runnable if none is
+        unbound): `wait` stands for it in their suspension lists."""
+        self.stats.suspensions += 1
+        if not wait.left:
+            self.ready.append(task)
+            return
+        task.waits = wait
+        wait.task = task
+        for v in wait.variables:
+            self.park_on(v, wait)
+        self.suspended[task] = None
+
+    def park_on(self, v: Var, waiter) -> None:
+        """Put `waiter` (a task, or a WaitAll) in the suspension list of the unbound `v`; a
+        proxy's value is fetched from its owner."""
         s = v.susp
         if s is None:
-            v.susp = [task]
+            v.susp = [waiter]
         else:
             if type(s) is not list and not s.fetched:
                 self.net.fetch(v, s)
-            if not s or s[-1] is not task:
-                s.append(task)
+            if not s or s[-1] is not waiter:
+                s.append(waiter)
 
-    def park(self, task: Task, waits) -> None:
-        """Suspend `task` on `waits`: a list of unbound variables (until one is bound), or a
-        WaitAll (until all are; one with none left unbound is runnable at once)."""
+    def park(self, task: Task, waits: list) -> None:
+        """Suspend `task` on `waits` (a list of unbound variables) until one of them is bound."""
         self.stats.suspensions += 1
-        if type(waits) is WaitAll and not waits.left:
-            self.ready.append(task)
-            return
         task.waits = waits
-        for v in waits:  # as _suspend_on does, inline: parking is frequent
+        for v in waits:  # park_on, inline: parking is frequent
             s = v.susp
             if s is None:
                 v.susp = [task]
@@ -250,9 +265,13 @@ class PE:
                         if g is not None:
                             finish(g)
                         break
-                    if type(r) is list or type(r) is WaitAll:
+                    if type(r) is list:
                         suspensions += 1
                         park(t, r)
+                        break
+                    if type(r) is WaitAll:
+                        suspensions += 1
+                        self.park_all(t, r)
                         break
                     t = r  # it continues
                     slice_left -= 1

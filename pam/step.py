@@ -43,15 +43,17 @@ class Step(Protocol):
 
 
 class WaitAll:
-    """What a step returns to wait until every one of `variables` is bound; `left` counts the
-    unbound ones still waited for."""
+    """What a step returns to wait until every one of `variables` is bound. Parked, it stands
+    in the variables' suspension lists for its `task`; `left` counts those still unbound."""
 
-    __slots__ = ("variables", "left")
+    __slots__ = ("variables", "left", "task")
+    waits = None  # in a suspension list it is not a task waiting for one variable (pam.pe.wake)
 
     def __init__(self, variables) -> None:
         unbound = (deref(v) for v in variables)
         self.variables = list({id(v): v for v in unbound if type(v) is Var}.values())
         self.left = len(self.variables)
+        self.task = None
 
     def __iter__(self):
         """The variables still unbound (what a deadlock report names)."""
