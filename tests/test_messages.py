@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -23,6 +24,9 @@ from pam.pack import HEADER, WORD
 from pam.step import WaitAll, declare
 from pam.task import Task
 from pam.terms import Var, deref
+from pam.topology import parse_topology
+from pam.transport import Message
+from pam.transport.mpi import PICKLE_ONCE_BYTES, MPITransport
 
 N = 1000  # elements of the array that travels
 SENT_SUM = N * (N - 1) / 2  # np.arange(N).sum()
@@ -175,3 +179,66 @@ def test_a_counted_wait_runs_its_step_once_all_inputs_are_bound(pes):
     # PE that array is the sender's (nothing crossed), on 16 PEs a copy
     assert sorted(sums) == [SENT_SUM + k * N for k in range(1, 51)]
     assert sent == (SENT_SUM + 50 * N if pes == 1 else SENT_SUM)
+
+
+# -- under MPI a large payload is pickled once, however many ranks forward it ---------------------
+class Counted:
+    """A payload that counts how often it is pickled."""
+
+    pickled = 0
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __reduce__(self):
+        Counted.pickled += 1
+        return Counted, (self.data,)
+
+
+class FakeComm:
+    """Ranks of one process: what a rank sends waits, pickled, in its destination's queue."""
+
+    def __init__(self, rank: int, queues: dict) -> None:
+        self.rank = rank
+        self.queues = queues
+
+    def Get_rank(self) -> int:
+        return self.rank
+
+    def isend(self, obj, dest: int, tag: int):
+        self.queues.setdefault(dest, []).append((self.rank, tag, pickle.dumps(obj)))
+        return Done()
+
+    def Iprobe(self, source, tag: int, status=None) -> bool:
+        for src, t, _ in self.queues.get(self.rank, []):
+            if t == tag:
+                if status is not None:
+                    status.Set_source(src)
+                return True
+        return False
+
+    def recv(self, source: int, tag: int):
+        queue = self.queues[self.rank]
+        i = next(i for i, (src, t, _) in enumerate(queue) if src == source and t == tag)
+        return pickle.loads(queue.pop(i)[2])
+
+
+class Done:
+    def Test(self) -> bool:
+        return True
+
+
+def test_under_mpi_a_large_payload_is_pickled_once_on_its_way():
+    topology = parse_topology("ring", 4)
+    queues: dict = {}
+    ranks = [MPITransport(FakeComm(r, queues), topology) for r in range(4)]
+    payload = Counted(bytes(PICKLE_ONCE_BYTES))
+    ranks[0].send(Message("MINE", 0, 2, payload, [0], HEADER + WORD + PICKLE_ONCE_BYTES))
+    ranks[0].flush()
+    assert Counted.pickled == 1
+    middle = next(r for r in ranks[1:4:2] if r.me in queues)  # the route passes PE 1 or PE 3
+    assert middle.poll() == []  # passed on, not unpickled
+    middle.flush()
+    (arrived,) = ranks[2].poll()
+    assert Counted.pickled == 1 and arrived.hops == [0, middle.me, 2]
+    assert type(arrived.payload) is Counted and arrived.payload.data == payload.data
