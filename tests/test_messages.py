@@ -13,6 +13,10 @@ from __future__ import annotations
 import io
 import json
 import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,6 +32,7 @@ from pam.topology import parse_topology
 from pam.transport import Message
 from pam.transport.mpi import PICKLE_ONCE_BYTES, MPITransport
 
+MPIEXEC = shutil.which("mpiexec")
 N = 1000  # elements of the array that travels
 SENT_SUM = N * (N - 1) / 2  # np.arange(N).sum()
 
@@ -169,6 +174,16 @@ def test_a_variable_made_on_one_pe_is_owned_by_another():
     assert "VALUE" not in stats["per_pe"][1]["bytes_by_kind"]
 
 
+@pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not installed")
+def test_under_mpi_an_array_crosses_as_a_copy_and_a_variable_is_owned_by_the_chosen_rank():
+    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, __file__], capture_output=True, text=True,
+                       cwd=Path(__file__).parent.parent, timeout=120)
+    assert r.returncode == 0, r.stderr
+    # the three readers share rank 1's copy, each adding one to it; rank 0's is left alone
+    assert r.stdout.splitlines() == [f"sent {SENT_SUM!r}, read {[SENT_SUM + k * N for k in (1, 2, 3)]!r}",
+                                     "PE 1 answered 3 FETCH"]
+
+
 @pytest.mark.parametrize("pes", [1, 16])
 def test_a_counted_wait_runs_its_step_once_all_inputs_are_bound(pes):
     runtime = ArrayRuntime(readers=50)
@@ -242,3 +257,26 @@ def test_under_mpi_a_large_payload_is_pickled_once_on_its_way():
     (arrived,) = ranks[2].poll()
     assert Counted.pickled == 1 and arrived.hops == [0, middle.me, 2]
     assert type(arrived.payload) is Counted and arrived.payload.data == payload.data
+
+
+def _main() -> None:
+    """One MPI rank's run (three readers on rank 1, their sums owned by rank 1): rank 0 prints
+    the sums and how many values rank 1 was asked for."""
+    from mpi4py import MPI
+
+    from pam.errors import RankExit
+
+    runtime = ArrayRuntime(owner=1, readers=3)
+    module = Module("arrays", {}, Entry("main/1", ("Sums",)))
+    try:
+        result = Machine(module, runtime=runtime, comm=MPI.COMM_WORLD).run()
+    except RankExit as e:
+        sys.exit(e.status)
+    sent, sums = runtime.result
+    print(f"sent {sent!r}, read {sorted(sums)!r}")
+    (pe1,) = [p for p in result.stats.per_pe if p.pe == 1]
+    print(f"PE 1 answered {pe1.bytes_by_kind.get('VALUE', 0) // (HEADER + 2 * WORD + 8)} FETCH")
+
+
+if __name__ == "__main__":
+    _main()
