@@ -240,6 +240,7 @@ class PE:
         deadline = None if self.deadline is None else self.deadline.at
         finish = self.finish
         park = self.park
+        wait_all = WaitAll
         meter = self.meter
         looped = 0
         t = None
@@ -269,7 +270,7 @@ class PE:
                         suspensions += 1
                         park(t, r)
                         break
-                    if type(r) is WaitAll:
+                    if type(r) is wait_all:
                         suspensions += 1
                         self.park_all(t, r)
                         break
