@@ -8,9 +8,13 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import ROOT, hpgrem
 from frontend.diagnostics import MAX_NESTING, Diagnostic
+from frontend.parlog.parser import _parse
+from frontend.parlog.reader import read_program
 from hpgrem.ir import Span
 
 
@@ -290,3 +294,87 @@ def test_many_constructors_and_strings_switch_as_poly_ml_does(tmp_path):
             'val _ = print (Int.toString (f C0 + f C150 + f C299 + g "s7" + g "s299" + g "zz") ^ "\\n");\n')
     r = run(tmp_path, "a.sml", text)
     assert (r.returncode, r.stdout) == (0, "754\n"), r.stderr
+
+
+# ---- PARLOG's two readers agree (issue 16, item 6) ------------------------------------------
+# frontend/parlog/reader.py reads programs several times faster than Lark's parser; it must
+# read each program exactly as Lark does (items, terms, spans) or leave it to Lark, never
+# accept one Lark refuses. Checked on every program of the project and on generated ones.
+
+PAR_FILES = sorted(p for p in ROOT.glob("**/*.par") if ".venv" not in p.parts)
+
+
+def lark_reads(text: str):
+    try:
+        return repr(_parse(text, "t.par", "start"))
+    except Exception as e:  # noqa: BLE001 - a refusal of either kind (CompileError, nesting)
+        return type(e)
+
+
+def assert_read_alike(text: str) -> None:
+    mine = read_program(text, "t.par")
+    if mine is not None:
+        assert repr(mine) == lark_reads(text), text
+
+
+@pytest.mark.parametrize("path", PAR_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_reader_reads_every_program_as_lark_does(path):
+    text = path.read_text()
+    if isinstance(lark_reads(text), type):
+        return  # a program written to be refused: the reader must leave it to Lark
+    mine = read_program(text, "t.par")
+    assert mine is not None and repr(mine) == lark_reads(text)
+
+
+SPACE = st.sampled_from(["", " ", "  ", "\n", "\t", " % note\n", "/* c */", "\r\n"])
+ATOMS = st.sampled_from(["a", "foo_Bar1", "'A b'", "'it''s'", "'\\n'", "[]", "+", "-", "*", "mode", "is", "mod",
+                         "'$x'", "\\+", "=..", ".", "@", "#", "'\\x41\\'", "\\"])
+NUMBERS = st.sampled_from(["0", "7", "-1", "-0", "12345678901234567890", "0x1F", "0o17", "0b101", "1.5", "-2.5e3",
+                           "1e5", "0'a", "0'\\n", "0''", "3.0E-2"])
+VARIABLES = st.sampled_from(["X", "_", "_Y", "Xs1", "Acc"])
+STRINGS = st.sampled_from(['""', '"ab"', '"a\\"b"', '"x""y"', '"\\x41\\"'])
+OPERATORS = st.sampled_from([",", "&", ":", ";", "<-", ":-", "@", "=", "==", "\\==", "=..", "=:=", "=\\=", "<", ">",
+                             "=<", ">=", "\\=", "is", "+", "-", "/\\", "\\/", "*", "/", "//", "mod", "rem", "<<",
+                             ">>", "**", "|"])
+
+
+def _terms(child):
+    joined = st.lists(child, min_size=1, max_size=3)
+    return st.one_of(
+        st.tuples(ATOMS, SPACE, joined).map(lambda t: f"{t[0]}{t[1]}(" + ", ".join(t[2]) + ")"),
+        st.tuples(child, SPACE, OPERATORS, SPACE, child).map("".join),
+        st.tuples(st.sampled_from(["-", "\\", "~", "- "]), child).map("".join),
+        joined.map(lambda xs: "[" + ", ".join(xs) + "]"),
+        st.tuples(joined, child).map(lambda t: "[" + ", ".join(t[0]) + " | " + t[1] + "]"),
+        child.map(lambda x: f"({x})"),
+    )
+
+
+TERMS = st.recursive(st.one_of(ATOMS, NUMBERS, VARIABLES, STRINGS), _terms, max_leaves=12)
+ITEMS = st.one_of(
+    st.tuples(TERMS, SPACE, st.sampled_from([".", ". ", ".\n", "", " .", ".%\n"])).map("".join),
+    st.tuples(st.sampled_from(["mode ", "mode  "]), st.sampled_from(["p", "'q r'", "s"]),
+              st.sampled_from(["", "(?)", "(?, ^)", "( ^ ,? )", "(X?)", "()"]), st.sampled_from([".", ". "])).map("".join),
+)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(ITEMS, SPACE).map("".join), min_size=1, max_size=4).map("\n".join))
+def test_the_reader_reads_generated_programs_as_lark_does(text):
+    assert_read_alike(text)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(PAR_FILES), st.integers(0, 1 << 16), st.integers(0, 3),
+       st.one_of(OPERATORS, ATOMS, NUMBERS, SPACE, st.sampled_from(["(", ")", "[", "]", ".", "'", '"', "0'", "%"])))
+def test_the_reader_reads_mutated_programs_as_lark_does(path, at, cut, insert):
+    text = path.read_text()
+    at %= len(text) + 1
+    assert_read_alike(text[:at] + insert + text[at + cut:])
+
+
+def test_the_reader_leaves_deep_nesting_to_lark():
+    deep = "main <- X = " + "f(" * 400 + "a" + ")" * 400 + ".\n"
+    chain = "main <- X is " + " + ".join(["1"] * 500) + ".\n"
+    assert read_program(deep, "t.par") is None and read_program(chain, "t.par") is None
+    assert read_program("main <- X = " + "f(" * 50 + "a" + ")" * 50 + ".\n", "t.par") is not None

@@ -18,6 +18,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from lark.visitors import Transformer_NonRecursive
 
 from frontend.diagnostics import CompileError, Diagnostic, check_nesting, excerpt
+from frontend.parlog.reader import read_program
 from hpgrem.ir import NO_SPAN, Atom, Float, Int, Span, Struct, Term, Var, make_list
 
 
@@ -313,8 +314,10 @@ def _parse(text: str, file: str, start: str):
 
 
 def parse_program(text: str, file: str) -> list[Item]:
-    """Parse a whole PARLOG source text; raises CompileError with a positioned diagnostic."""
-    return _parse(text, file, "start")
+    """Parse a whole PARLOG source text; raises CompileError with a positioned diagnostic.
+    The hand-written reader (reader.py) reads it when it can; Lark's parser otherwise."""
+    items = read_program(text, file)
+    return items if items is not None else _parse(text, file, "start")
 
 
 def parse_goal(text: str, file: str = "<goal>") -> Term:
