@@ -86,12 +86,14 @@ def test_bad_goal_points_into_the_goal():
     ("", "not an .hpg file"),
     ('{"format": "hpgrem", "version": 99}', "version 99 is a newer format"),
     ('{"format": "hpgrem", "version": 1}', "version 1 is an older format"),
-    ('{"format": "hpgrem", "version": 2, "rules": [', "invalid JSON"),
     ('{"format": "hpgrem", "version": 2, "dialect": "parlog", "source": "x", "entry": null, '
-     '"rules": [{"kind": "Nope"}], "annotations": {}}', "at $.rules[0]: unknown node kind"),
-    ('{"format": "hpgrem", "version": 2, "dialect": "parlog", "source": "x", "entry": null, '
-     '"rules": [{"kind": "Atom", "name": "a", "span": ["f", 1, 1]}], "annotations": {}}',
-     "a Atom node cannot stand here"),
+     '"rules": [], "annotations": {}}', "version 2 is an older format"),
+    ('{"format": "hpgrem", "version": 3, "rules": [', "invalid JSON"),
+    ('{"format": "hpgrem", "version": 3, "dialect": "parlog", "source": "x", "lines": [], "nodes": [], '
+     '"entry": null, "rules": [{"kind": "Nope"}], "annotations": {}}', "at $.rules[0]: unknown node kind"),
+    ('{"format": "hpgrem", "version": 3, "dialect": "parlog", "source": "x", "lines": [], "nodes": [], '
+     '"entry": null, "rules": [{"kind": "parlog.Atom", "name": "a", "span": ["f", 1, 1]}], "annotations": {}}',
+     "a parlog.Atom node cannot stand here"),
 ])
 def test_malformed_hpg(content, words, tmp_path):
     path = tmp_path / "bad.hpg"

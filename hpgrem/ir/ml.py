@@ -373,7 +373,7 @@ def fingerprint(expr: Node) -> str:
 
 INT_ARITHMETIC = ("int.+", "int.-", "int.*", "int.~", "int.abs")
 """The primitives whose result may overflow (Overflow): the `ml-ranges` pass says which of
-them need which check, in the order `walk` meets them."""
+them need which check, in the order `walk_tree` meets them (once per place)."""
 
 
 def substitute_locals(expr: Node, mapping: dict[str, Expr]) -> Node:

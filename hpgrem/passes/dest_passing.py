@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpgrem.ir import Clause, Module, Relation, Struct, Var, walk
+from hpgrem.ir import Clause, Module, Relation, Struct, Var, walk_tree
 from hpgrem.passes import annotated
 from hpgrem.passes.tail_loop import first_relation_call
 
 
 def _occurrences(clause: Clause, index: int) -> int:
-    return sum(1 for n in walk(clause) if isinstance(n, Var) and n.index == index)
+    return sum(1 for n in walk_tree(clause) if isinstance(n, Var) and n.index == index)
 
 
 def dest_position(module: Module, rel: Relation) -> int | None:

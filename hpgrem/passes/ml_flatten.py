@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hpgrem import ir
-from hpgrem.ir import transform, walk
+from hpgrem.ir import transform, walk_tree
 
 SUFFIX = "/flat"
 
@@ -118,7 +118,7 @@ def _fields_only(body, param: str) -> tuple[int, ...]:
     """The fields of `param` the body reads, when it reads it only through fields (`param.i`)."""
     used: set[int] = set()
     reads = uses = 0  # field reads of it, and uses of it (a field read is one too)
-    for x in walk(body):
+    for x in walk_tree(body):  # per path: a shared use counts at each place
         if isinstance(x, ir.Part) and isinstance(x.value, ir.Local) and x.value.name == param:
             if type(x.step) is not int:
                 return ()

@@ -18,7 +18,7 @@ from typing import ClassVar
 import networkx as nx
 
 from hpgrem import ir
-from hpgrem.ir import transform, walk
+from hpgrem.ir import transform, walk, walk_tree
 from hpgrem.passes import Option
 
 ROUNDS = 3
@@ -75,7 +75,7 @@ class MLInline:
 def _size(e, cap: int) -> int:
     """The number of nodes of `e`, counting up to `cap`."""
     n = 0
-    for _ in walk(e):
+    for _ in walk_tree(e):  # per path: a copy of the body copies every place
         n += 1
         if n >= cap:
             break

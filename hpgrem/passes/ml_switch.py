@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass, replace
 
 from hpgrem import ir
-from hpgrem.ir import walk
+from hpgrem.ir import walk, walk_tree
 from hpgrem.ir.rewrite import Rewriter
 
 SIZE = 24  # nodes of an arm small enough to copy into each leaf that reaches it
@@ -186,4 +186,4 @@ def _renamed(e, suffix: str):
 
 
 def _size(e) -> int:
-    return sum(1 for _ in walk(e))
+    return sum(1 for _ in walk_tree(e))  # per path: what copies of it would cost

@@ -78,7 +78,7 @@ class Annotations:
 def overflow_checks(fn: ir.Function, note) -> dict[int, str]:
     """The checks the `ml-ranges` annotation `note` gives the int operations of `fn`'s body, by
     node id; none when it was made for another body or is malformed (every check is kept)."""
-    ops = [x for x in ir.walk(fn.body) if isinstance(x, ir.Prim) and x.op in INT_ARITHMETIC]
+    ops = [x for x in ir.walk_tree(fn.body) if isinstance(x, ir.Prim) and x.op in INT_ARITHMETIC]
     if not (isinstance(note, tuple) and len(note) == len(ops) + 1 and note[0] == fingerprint(fn.body)
             and all(c in ("", "lo", "hi", "lohi") for c in note[1:])):
         return {}
