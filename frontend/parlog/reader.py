@@ -7,7 +7,8 @@ nested deeper than `DEPTH`, a literal out of range) makes it give up (`NotMine`)
 parser, which stays the reference, reads the program again and reports what it finds. The tokens
 are those of the grammar, tried in Lark's order (priority, then the longer pattern) among the
 ones its LALR state accepts: after a term, an operator; elsewhere, a term.
-tests/test_parlog_reader.py checks that both read every example and many generated programs alike.
+tests/test_sturdy_frontends.py checks that both read every program of the project and many generated
+and mutated ones alike.
 """
 
 from __future__ import annotations
