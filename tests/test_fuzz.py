@@ -27,7 +27,9 @@ import re
 import signal
 import subprocess
 import sys
+import stat
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -546,6 +548,195 @@ def test_mutated_hpg_files_are_refused_or_run(compiled, findings, tmp_path):
             args = ["ir", str(path)]
         status, stdout, stderr, report = run_cli(args)
         findings.outcome(args, status, stdout, stderr, report, text, ".hpg", (program, mutations))
+
+    fuzz()
+    findings.finish()
+
+
+# ---------------------------------------------------------------------------------------------
+# Output paths, closed streams, .hpg spans naming files (issue 16)
+
+OUTPUT_KINDS = ["new", "regular", "read-only", "symlink", "dangling", "hard link", "fifo", "dir",
+                "no dir", "input", "symlink to input", "hard link to input", "/dev/null", "/dev/full",
+                "/dev/stdout", "/dev/stderr", "/dev/fd/1"]
+
+
+def _output_path(tmp: Path, kind: str, source: Path) -> Path | str:
+    """A path of `kind` for an output, made in `tmp` (a fresh folder) where it is a file."""
+    if kind.startswith("/dev/"):
+        return kind
+    out = tmp / "out"
+    if kind in ("regular", "read-only", "symlink", "hard link"):
+        target = tmp / "target"
+        target.write_text("old")
+        if kind == "read-only":
+            target.chmod(0o444)
+        if kind == "symlink":
+            out.symlink_to(target)
+        elif kind == "hard link":
+            os.link(target, out)
+        else:
+            out = target
+    elif kind == "dangling":
+        out.symlink_to(tmp / "made")
+    elif kind == "fifo":
+        os.mkfifo(out)
+    elif kind == "dir":
+        out.mkdir()
+    elif kind == "no dir":
+        out = tmp / "no" / "out"
+    elif kind == "input":
+        out = source
+    elif kind == "symlink to input":
+        out.symlink_to(source)
+    elif kind == "hard link to input":
+        os.link(source, out)
+    return out
+
+
+def _drain(fifo: Path) -> threading.Thread:
+    """A reader that empties `fifo` once a writer comes (and then stops)."""
+    def read():
+        with contextlib.suppress(OSError), open(fifo, "rb") as f:
+            f.read()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader
+
+
+def test_outputs_through_any_path_keep_the_contract(tmp_path, findings):
+    """`-o` and `--stats-json` at paths of every kind: the contract, and nothing destroyed (the
+    devices stay devices, the input stays whole, a link stays a link); a success wrote the
+    output through the path, a refusal is one line."""
+    @reseed
+    @settings(max_examples=_count("outputs", 25, 400), **FUZZ_SETTINGS)
+    @given(st.sampled_from(OUTPUT_KINDS), st.sampled_from(["compile", "run"]),
+           st.sampled_from(["examples/parlog/nrev.par", "examples/ml/records.sml"]))
+    def fuzz(kind, command, program):
+        findings.tried += 1
+        tmp = Path(tempfile.mkdtemp(dir=tmp_path))
+        source = tmp / Path(program).name
+        source.write_text((ROOT / program).read_text())
+        out = _output_path(tmp, kind, source)
+        flag = ["-o"] if command == "compile" else ["--stats-json"]
+        args = [command, str(source), *flag, str(out)]
+        reader = _drain(out) if kind == "fifo" else None
+        status, stdout, stderr, report = run_cli(args)
+        if reader is not None:  # a reader still waiting for a writer (none came): let it go
+            with contextlib.suppress(OSError):
+                os.close(os.open(out, os.O_WRONLY | os.O_NONBLOCK))
+            reader.join(WATCHDOG_S)
+        findings.outcome(args, status, stdout, stderr, report, kind, ".txt", (kind, command, program))
+        assert stat.S_ISCHR(os.stat("/dev/null").st_mode) and stat.S_ISCHR(os.stat("/dev/full").st_mode)
+        assert source.read_text() == (ROOT / program).read_text(), args
+        if kind in ("symlink", "dangling", "symlink to input"):
+            assert Path(out).is_symlink(), args
+        if status == 0:
+            written = Path(out).read_text() if kind in ("new", "regular", "symlink", "dangling", "hard link") else None
+            assert written is None or json.loads(written), args
+            assert kind not in ("/dev/full", "dir", "no dir", "input", "symlink to input", "hard link to input"), args
+        else:
+            assert status == 2 and stderr.startswith("hpgrem: error: ") and stderr.count("\n") == 1, (args, stderr)
+
+    fuzz()
+    findings.finish()
+
+
+CLOSED_COMMANDS = [["run", "examples/parlog/nrev.par"], ["run", "examples/parlog/nrev.par", "--stats"],
+                   ["run", "examples/ml/records.sml"], ["run", "examples/ml/exceptions.sml", "--pes", "4"],
+                   ["ir", "examples/parlog/tree.par"], ["check", "examples/ml/bst.sml"],
+                   ["run", "FAIL.par"], ["run", "BAD.par"], ["compile", "examples/parlog/nrev.par", "-o", "/dev/stdout"]]
+
+
+def test_closed_streams_keep_the_contract(tmp_path, findings):
+    """A command with stdout, stderr or both closed by the shell: the contract, the exit status
+    of the same command with both open, and the open stream carrying exactly what it carries
+    then (nothing of the closed one). A subprocess each: the streams are the process's."""
+    (tmp_path / "FAIL.par").write_text("mode p(?).\np(1).\nmain <- write(a), nl, p(2).\n")
+    (tmp_path / "BAD.par").write_text("main <- foo(.\n")
+
+    def path(arg: str) -> str:  # an example, one of the two programs made here, or an option
+        if arg.startswith("examples/"):
+            return str(ROOT / arg)
+        return str(tmp_path / arg) if arg in ("FAIL.par", "BAD.par") else arg
+
+    def command_line(args: list[str], redirect: str) -> subprocess.CompletedProcess:
+        line = " ".join(f"'{a}'" for a in (sys.executable, "-m", "hpgrem.driver.cli", *args))
+        return subprocess.run(["sh", "-c", f"exec {line} {redirect}"], capture_output=True, text=True,
+                               cwd=ROOT, timeout=WATCHDOG_S)
+
+    def same(text: str) -> str:  # --stats' times and rates differ from run to run
+        return re.sub(r"[\d.,]+", "N", re.sub(r" +", " ", text))
+
+    @reseed
+    @settings(max_examples=_count("streams", 4, 100), **FUZZ_SETTINGS)
+    @given(st.sampled_from(CLOSED_COMMANDS), st.sampled_from([">&-", "2>&-", ">&- 2>&-"]))
+    def fuzz(command, redirect):
+        findings.tried += 1
+        args = [path(a) for a in command]
+        both = command_line(args, "")
+        r = command_line(args, redirect)
+        findings.outcome(args, r.returncode, r.stdout, r.stderr, "", redirect, ".txt", (command, redirect))
+        assert r.returncode == both.returncode, (args, redirect, r.stderr)
+        assert r.stdout == ("" if ">&-" in redirect.split() else both.stdout), (args, redirect)
+        assert same(r.stderr) == ("" if "2>&-" in redirect.split() else same(both.stderr)), (args, redirect)
+
+    fuzz()
+    findings.finish()
+
+
+NAMED_FILES = ["/etc/passwd", "/etc/shadow", "/dev/zero", "/dev/urandom", "/proc/self/environ", "/",
+               "SECRET", "FIFO", "", "x" * 5000, "../" * 50 + "etc/passwd", "<goal>", "<none>"]
+REPORTING = {"fails.par": "mode p(?).\np(1).\nmain <- p(2).\n",
+             "waits.par": "mode p(?).\np(a).\nmain <- p(X).\n",
+             "raises.sml": "exception E of int;\nval _ = raise E 1;\n"}
+
+
+def test_hpg_spans_naming_files_are_never_opened(tmp_path, findings, monkeypatch):
+    """A `.hpg` whose spans (and source) name any path, with any line: the report quotes nothing
+    of that path and hpgrem opens none of them (every open is recorded)."""
+    secret, fifo = tmp_path / "secret", tmp_path / "fifo"
+    secret.write_text("SECRET\n" * 5)
+    os.mkfifo(fifo)
+    docs = {}
+    for name, text in REPORTING.items():
+        source = tmp_path / name
+        source.write_text(text)
+        assert run_cli(["compile", str(source), "-o", str(tmp_path / "c.hpg")])[0] == 0
+        docs[name] = ((tmp_path / "c.hpg").read_text(), str(source))
+    opened: list[str] = []
+    real_open, real_os_open = open, os.open
+
+    def spy_open(file, *a, **k):
+        opened.append(os.fsdecode(file) if isinstance(file, (str, bytes, os.PathLike)) else "")
+        return real_open(file, *a, **k)
+
+    def spy_os_open(file, *a, **k):
+        opened.append(os.fsdecode(file))
+        return real_os_open(file, *a, **k)
+
+    @reseed
+    @settings(max_examples=_count("spans", 30, 500), **FUZZ_SETTINGS)
+    @given(st.sampled_from(sorted(REPORTING)), st.sampled_from(NAMED_FILES),
+           st.sampled_from([None, 0, -1, 1, 3, 10**9, "1"]))
+    def fuzz(program, named, line):
+        findings.tried += 1
+        named = {"SECRET": str(secret), "FIFO": str(fifo)}.get(named, named)
+        text, source = docs[program]
+        edited = text.replace(json.dumps(source), json.dumps(named))
+        if line is not None:
+            edited = re.sub(r'(\[' + re.escape(json.dumps(named)) + r', *)-?\d+', rf'\g<1>{json.dumps(line)}', edited)
+        hpg = tmp_path / "edited.hpg"
+        hpg.write_text(edited)
+        opened.clear()
+        with monkeypatch.context() as m:
+            m.setattr("builtins.open", spy_open)
+            m.setattr("io.open", spy_open)
+            m.setattr(os, "open", spy_os_open)
+            status, stdout, stderr, report = run_cli(["run", str(hpg), *RUN_LIMITS])
+        findings.outcome(["run", str(hpg)], status, stdout, stderr, report, edited, ".hpg", (program, named, line))
+        assert not named or named not in opened, (named, opened)
+        assert "SECRET" not in stderr and "root:" not in stderr, stderr
 
     fuzz()
     findings.finish()
