@@ -54,6 +54,30 @@ def test_a_failure_in_a_compiled_file_quotes_no_file_it_names(compiled, tmp_path
         assert quote in ("", "main <- p(2).\n        ^\n"), quote  # only the .hpg's own copy of the line
 
 
+def test_a_compiled_file_quotes_the_lines_it_carries(compiled):
+    """The .hpg keeps the source lines its spans name (Module.source_lines): the report quotes
+    them with the source file gone, and never the file's changed content."""
+    source, text = compiled
+    hpg = source.with_name("fail.hpg")
+    source.write_text("changed\nchanged\nchanged\n")
+    r = hpgrem("run", str(hpg))
+    assert r.returncode == 1 and "changed" not in r.stderr
+    source.unlink()
+    r = hpgrem("run", str(hpg))
+    assert r.returncode == 1 and r.stderr.splitlines()[1:] == ["main <- p(2).", "        ^"], r.stderr
+
+
+def test_a_compiled_file_numbers_its_lines_as_the_front_end_does(tmp_path):
+    """Lines end at \\n only: a \\f, \\v or U+2028 inside a line does not shift the quote."""
+    source = tmp_path / "odd.par"
+    source.write_text("mode p(?).\np(1).\n% a\fb\vc\u2028d\r\nmain <- p(2).\n")
+    hpg = tmp_path / "odd.hpg"
+    assert main(["compile", str(source), "-o", str(hpg)]) == 0
+    source.unlink()
+    r = hpgrem("run", str(hpg))
+    assert r.returncode == 1 and r.stderr.splitlines()[1:] == ["main <- p(2).", "        ^"], r.stderr
+
+
 def test_a_source_program_is_read_once_and_quoted(tmp_path):
     source = tmp_path / "fail.par"
     source.write_text(FAILING)

@@ -492,7 +492,9 @@ def source_lines(module: Module, text: str) -> dict[int, str]:
     each cut to MAX_SOURCE_LINE characters: what `Module.source_lines` keeps."""
     named = named_lines(module)
     out: dict[int, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
+    # lines end at "\n", as the front ends count them (frontend/diagnostics.py): splitlines()
+    # would also break at \f, \v and U+2028 and number every later line wrong
+    for number, line in enumerate(text.split("\n"), 1):
         if number in named:
-            out[number] = line[:MAX_SOURCE_LINE]
+            out[number] = line.removesuffix("\r")[:MAX_SOURCE_LINE]
     return out
