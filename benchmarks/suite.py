@@ -2,7 +2,8 @@
 on the same algorithm, and reports both (spec/cli.md: a table, or JSON rows with `--json`).
 
 Figures are best of three runs, timed around the machine's run only (compilation excluded),
-and SWI-Prolog's are its own CPU-time measurements of the same algorithm.
+and SWI-Prolog's are its own CPU-time measurements of the same algorithm. Programs are compiled
+at one -O level, the command's (-O2 unless told), which the table and every JSON row name.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
+
+from hpgrem.driver.pipeline import DEFAULT_LEVEL
 
 HERE = Path(__file__).parent
 REPEATS = 3
@@ -34,17 +37,17 @@ class Row:
     peer_value: float | None = None
 
 
-def _module(path: Path):
-    """The program's module, compiled as `hpgrem run` compiles it (-O1)."""
-    from hpgrem.driver.pipeline import compile_file
-    return compile_file(str(path)).complete()
+def _module(path: Path, opt: int = DEFAULT_LEVEL):
+    """The program's module, compiled as `hpgrem run -O{opt}` compiles it."""
+    from hpgrem.driver.pipeline import Options, compile_file
+    return compile_file(str(path), Options(opt=opt)).complete()
 
 
-def _run_parlog(path: Path) -> tuple[float, int, str]:
+def _run_parlog(path: Path, opt: int) -> tuple[float, int, str]:
     """Best wall time of the machine's run, its reductions, and its output."""
     from pam.machine import Machine
 
-    module = _module(path)
+    module = _module(path, opt)
     best, reductions, output = float("inf"), 0, ""
     for _ in range(REPEATS):
         out = io.StringIO()
@@ -68,26 +71,26 @@ def _swipl(name: str) -> dict | None:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def bench_nrev30() -> list[Row]:
-    seconds, _, _ = _run_parlog(HERE / "parlog" / "nrev30.par")
+def bench_nrev30(opt: int) -> list[Row]:
+    seconds, _, _ = _run_parlog(HERE / "parlog" / "nrev30.par", opt)
     lips = 496 * 1000 / seconds  # logical inferences of 1000 nrev30s, loop excluded (as SWI counts them)
     peer = _swipl("nrev30")
     return [Row("nrev30", "lips", lips, "LIPS", "SWI-Prolog" if peer else None, peer and peer["value"])]
 
 
-def _timed(name: str, file: str, peer_name: str) -> list[Row]:
-    seconds, reductions, _ = _run_parlog(HERE / "parlog" / file)
+def _timed(name: str, file: str, peer_name: str, opt: int) -> list[Row]:
+    seconds, reductions, _ = _run_parlog(HERE / "parlog" / file, opt)
     peer = _swipl(peer_name)
     return [Row(name, "time", seconds, "s", "SWI-Prolog" if peer else None, peer and peer["value"]),
             Row(name, "reductions_per_s", reductions / seconds, "reductions/s")]
 
 
-def _run_ml(path: Path, pes: int = 1, topology: str | None = None) -> tuple[float, object, str]:
+def _run_ml(path: Path, opt: int, pes: int = 1, topology: str | None = None) -> tuple[float, object, str]:
     """Best wall time of the machine's run of an ML program (compilation excluded), its
     statistics, and its output."""
     from pam.machine import Machine
 
-    module = _module(path)
+    module = _module(path, opt)
     best, stats, output = float("inf"), None, ""
     for _ in range(REPEATS):
         out = io.StringIO()
@@ -119,11 +122,11 @@ def _peer_time(command: list[str]) -> tuple[float, str] | None:
     return best, output
 
 
-def bench_ml(name: str) -> list[Row]:
+def bench_ml(name: str, opt: int) -> list[Row]:
     """An ML program on our machine, beside Poly/ML (when installed) and CPython running the
     same algorithm; outputs must agree."""
     sml, py = HERE / "ml" / f"{name}.sml", HERE / "ml" / f"{name}.py"
-    seconds, stats, output = _run_ml(sml)
+    seconds, stats, output = _run_ml(sml, opt)
     rows = []
     poly = shutil.which("poly")
     if poly is not None:
@@ -142,77 +145,79 @@ def bench_ml(name: str) -> list[Row]:
     return rows
 
 
-def bench_speedup16() -> list[Row]:
+def bench_speedup16(opt: int) -> list[Row]:
     """Virtual-time speedup on 16 simulated PEs (mesh:4x4) against one PE."""
     rows = []
     for name in ("queens10", "fib24"):
         path = HERE / "parlog" / f"{name}.par"
-        one = virtual_time(path, 1)
-        rows.append(Row(f"{name}@16", "speedup", one / virtual_time(path, 16, "mesh:4x4"), "x"))
+        one = virtual_time(path, 1, opt=opt)
+        rows.append(Row(f"{name}@16", "speedup", one / virtual_time(path, 16, "mesh:4x4", opt), "x"))
     ml = HERE / "ml" / "pfib30.sml"
-    rows.append(Row("pfib30@16", "speedup", virtual_time(ml, 1) / virtual_time(ml, 16, "mesh:4x4"), "x"))
+    rows.append(Row("pfib30@16", "speedup", virtual_time(ml, 1, opt=opt) / virtual_time(ml, 16, "mesh:4x4", opt),
+                    "x"))
     return rows
 
 
-def bench_remote() -> list[Row]:
+def bench_remote(opt: int) -> list[Row]:
     """Data read on another PE: a 2,000-cell list built on PE 0 and summed on PE 1, virtual time
     on one PE against 2 and 16 (mesh:4x4) simulated PEs (below 1: the list's message costs more
     than the sum saves)."""
     path = HERE / "parlog" / "remote_list.par"
-    one = virtual_time(path, 1)
-    return [Row("remote2k@2", "speedup", one / virtual_time(path, 2), "x"),
-            Row("remote2k@16", "speedup", one / virtual_time(path, 16, "mesh:4x4"), "x")]
+    one = virtual_time(path, 1, opt=opt)
+    return [Row("remote2k@2", "speedup", one / virtual_time(path, 2, opt=opt), "x"),
+            Row("remote2k@16", "speedup", one / virtual_time(path, 16, "mesh:4x4", opt), "x")]
 
 
-def virtual_time(path: Path, pes: int, topology: str | None = None) -> float:
-    """The virtual time of a program's run (PARLOG or ML) on `pes` simulated PEs."""
+def virtual_time(path: Path, pes: int, topology: str | None = None, opt: int = DEFAULT_LEVEL) -> float:
+    """The virtual time of a program's run (PARLOG or ML) on `pes` simulated PEs, compiled at -O`opt`."""
     from pam.machine import Machine
-    return Machine(_module(path), stream=io.StringIO(), pes=pes, topology=topology).run().stats.time
+    return Machine(_module(path, opt), stream=io.StringIO(), pes=pes, topology=topology).run().stats.time
 
 
-def bench_mpi2() -> list[Row]:
+def bench_mpi2(opt: int) -> list[Row]:
     """Real speedup: the run's wall time on one PE against `mpiexec -n 2`, on 10-queens (PARLOG)
     and fork/join Fibonacci (ML), best of three each (start-up excluded: both are the time of
     the run itself)."""
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
         return []
-    return [Row("queens10@mpi2", "speedup", _run_parlog(HERE / "parlog" / "queens10.par")[0]
-                / _mpi2_time(mpiexec, HERE / "parlog" / "queens10.par"), "x"),
-            Row("pfib30@mpi2", "speedup", _run_ml(HERE / "ml" / "pfib30.sml")[0]
-                / _mpi2_time(mpiexec, HERE / "ml" / "pfib30.sml"), "x")]
+    return [Row("queens10@mpi2", "speedup", _run_parlog(HERE / "parlog" / "queens10.par", opt)[0]
+                / _mpi2_time(mpiexec, HERE / "parlog" / "queens10.par", opt), "x"),
+            Row("pfib30@mpi2", "speedup", _run_ml(HERE / "ml" / "pfib30.sml", opt)[0]
+                / _mpi2_time(mpiexec, HERE / "ml" / "pfib30.sml", opt), "x")]
 
 
-def _mpi2_time(mpiexec: str, path: Path) -> float:
+def _mpi2_time(mpiexec: str, path: Path, opt: int) -> float:
     """The best of three times of the run itself under `mpiexec -n 2`."""
     two = float("inf")
     with tempfile.TemporaryDirectory() as tmp:
         stats = Path(tmp) / "stats.json"
         for _ in range(REPEATS):
-            r = subprocess.run([mpiexec, "-n", "2", sys.executable, "-m", "hpgrem.driver.cli", "run", str(path),
-                                "--stats-json", str(stats)], capture_output=True, text=True, timeout=600)
+            r = subprocess.run([mpiexec, "-n", "2", sys.executable, "-m", "hpgrem.driver.cli", "run", f"-O{opt}",
+                                str(path), "--stats-json", str(stats)], capture_output=True, text=True, timeout=600)
             if r.returncode != 0:
                 raise RuntimeError(f"mpiexec run failed: {r.stderr.strip()}")
             two = min(two, json.loads(stats.read_text())["time"])
     return two
 
 
-BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
+# name -> the rows of a benchmark, its programs compiled at the -O level given
+BENCHMARKS: dict[str, Callable[[int], list[Row]]] = {
     "nrev30": bench_nrev30,
-    "queens8": lambda: _timed("queens8", "queens.par", "queens"),
-    "primes": lambda: _timed("primes", "primes.par", "primes"),
-    "fib25": lambda: bench_ml("fib25"),
-    "tak": lambda: bench_ml("tak"),
-    "nqueens8": lambda: bench_ml("nqueens8"),
+    "queens8": lambda opt: _timed("queens8", "queens.par", "queens", opt),
+    "primes": lambda opt: _timed("primes", "primes.par", "primes", opt),
+    "fib25": lambda opt: bench_ml("fib25", opt),
+    "tak": lambda opt: bench_ml("tak", opt),
+    "nqueens8": lambda opt: bench_ml("nqueens8", opt),
     "speedup16": bench_speedup16,
     "remote2k": bench_remote,
     "mpi2": bench_mpi2,
 }
 
 
-def table(rows: list[Row]) -> str:
+def table(rows: list[Row], opt: int) -> str:
     head = f"{'benchmark':<12} {'metric':<18} {'value':>14} {'unit':<14} {'peer':<12} {'peer value':>14} {'ratio':>10}"
-    lines = [head, "-" * len(head)]
+    lines = [f"programs compiled at -O{opt}", head, "-" * len(head)]
     for r in rows:
         peer_value = f"{r.peer_value:>14.4g}" if r.peer_value is not None else f"{'-':>14}"
         ratio = "-"
@@ -229,8 +234,14 @@ def table(rows: list[Row]) -> str:
 SUITES = {"passes": "benchmarks.passes", "scale": "benchmarks.frontend_scale"}
 
 
-def main(names: list[str], as_json: bool = False) -> int:
+def main(names: list[str], as_json: bool = False, opt: int | None = None) -> int:
+    """Run the named benchmarks (all by default) at -O`opt` (DEFAULT_LEVEL when None), or the
+    named suites, which choose their passes themselves (a level given with them is refused)."""
     if names and all(n in SUITES for n in names):
+        if opt is not None:
+            print(f"hpgrem: error: -O{opt} does not apply to {', '.join(names)}: a suite compares passes of its own",
+                  file=sys.stderr)
+            return 2
         import importlib
         for name in names:
             suite = importlib.import_module(SUITES[name])
@@ -242,11 +253,12 @@ def main(names: list[str], as_json: bool = False) -> int:
         print(f"hpgrem: error: unknown benchmark {unknown[0]!r} (benchmarks: {', '.join([*BENCHMARKS, *SUITES])})",
               file=sys.stderr)
         return 2
+    opt = DEFAULT_LEVEL if opt is None else opt
     rows: list[Row] = []
     for name in names or list(BENCHMARKS):
-        rows.extend(BENCHMARKS[name]())
+        rows.extend(BENCHMARKS[name](opt))
     if as_json:
-        print(json.dumps([asdict(r) for r in rows], indent=2))
+        print(json.dumps([{**asdict(r), "level": opt} for r in rows], indent=2))
     else:
-        print(table(rows))
+        print(table(rows, opt))
     return 0

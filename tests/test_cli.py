@@ -46,8 +46,32 @@ def test_bench_json_rows():
     r = hpgrem("bench", "queens8", "--json")
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)
-    assert rows and all(set(row) == {"name", "metric", "value", "unit", "peer", "peer_value"} for row in rows)
+    assert rows and all(set(row) == {"name", "metric", "value", "unit", "peer", "peer_value", "level"} for row in rows)
     assert rows[0]["name"] == "queens8" and rows[0]["value"] > 0
+    assert {row["level"] for row in rows} == {2}  # -O2 unless told
+
+
+def test_bench_suites_take_no_level():
+    r = hpgrem("bench", "passes", "-O0")
+    assert r.returncode == 2 and "-O0 does not apply to passes" in r.stderr
+
+
+def test_the_default_level_is_O2(tmp_path):
+    """`run`, `compile` and `ir` without a level run -O2's passes (spec/cli.md); -O0 is one flag
+    away. A run shows it: -O2's tail-loop makes nrev's steps loop inside themselves."""
+    looped = {}
+    for level in ("", "-O0", "-O1", "-O2"):
+        out = tmp_path / f"stats{level}.json"
+        r = hpgrem("run", NREV, *([level] if level else []), "--stats-json", str(out))
+        assert r.returncode == 0, r.stderr
+        looped[level] = json.loads(out.read_text())["per_pe"][0]["looped"]
+    assert looped[""] == looped["-O2"] > 0 == looped["-O1"] == looped["-O0"]
+    fib = str(EXAMPLES.parent / "ml" / "fib.sml")
+    graphs = {level: hpgrem("ir", fib, *([level] if level else [])).stdout for level in ("", "-O1", "-O2")}
+    assert graphs[""] == graphs["-O2"] != graphs["-O1"]
+    for level in ("", "-O2"):
+        assert hpgrem("compile", fib, *([level] if level else []), "-o", str(tmp_path / f"fib{level}.hpg")).returncode == 0
+    assert (tmp_path / "fib.hpg").read_bytes() == (tmp_path / "fib-O2.hpg").read_bytes()
 
 
 def test_bench_unknown_name():

@@ -38,8 +38,8 @@ def test_disable_takes_repeats_and_comma_lists():
 def test_after_prints_before_the_analyses():
     after = hpgrem("ir", NREV, "--after", "prune-unreachable")
     whole = hpgrem("ir", NREV)
-    assert "% granularity.cost=" not in after.stdout and "relation prelude:merge/3" not in after.stdout
-    assert "% granularity.cost=" in whole.stdout
+    assert "granularity.cost=" not in after.stdout and "relation prelude:merge/3" not in after.stdout
+    assert "granularity.cost=" in whole.stdout  # among the notes -O2 prints, not necessarily first
 
 
 @pytest.mark.parametrize("args", [["ir", NREV, "--passes", "prune-unreachable,nosuch"],

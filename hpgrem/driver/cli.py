@@ -16,14 +16,15 @@ import time
 import traceback
 
 from hpgrem.driver.outputs import check_output, write_output
-from hpgrem.driver.pipeline import UsageError
+from hpgrem.driver.pipeline import DEFAULT_LEVEL, UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_DEADLOCK, EXIT_LIMIT, EXIT_INTERNAL = 0, 1, 2, 3, 4, 70
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 MAX_PES = 1024  # simulated PEs (spec/cli.md): the simulation of a larger array takes too long
 # to be of use (a program that only prints takes 20 s on 512 PEs: idle PEs steal and the
 # termination token goes round them all)
-LEVELS_HELP = {0: "no optimizing pass", 1: "prune-unreachable (the default)", 2: "every optimizing pass"}
+LEVELS_HELP = {0: "no optimizing pass (the graph as the front end built it)", 1: "prune-unreachable",
+               2: "every optimizing pass"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,12 +45,16 @@ def _parser() -> argparse.ArgumentParser:
                                 "programs on PAM/TGR, a parallel abstract machine for graph rewriting.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
-    def add_opt(q):
+    def add_level(q):
         g = q.add_mutually_exclusive_group()
         for level in (0, 1, 2):
             g.add_argument(f"-O{level}", dest="opt", action="store_const", const=level,
-                           help=f"optimization level {level}: {LEVELS_HELP[level]}")
-        q.set_defaults(opt=1)
+                           help=f"optimization level {level}: {LEVELS_HELP[level]}"
+                                + (" (the default)" if level == DEFAULT_LEVEL else ""))
+        q.set_defaults(opt=DEFAULT_LEVEL)
+
+    def add_opt(q):
+        add_level(q)
         q.add_argument("--passes", type=_names, metavar="P,Q", help="run exactly these optimizing passes, in order")
         q.add_argument("--disable", type=_names, action="extend", default=[], metavar="P",
                        help="do not run this pass (repeatable, or a comma list)")
@@ -110,6 +115,8 @@ def _parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     b.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all; listed below)")
     b.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
+    add_level(b)
+    b.set_defaults(opt=None)  # none given: the benchmarks run at the default; a suite takes no level
     return p
 
 
@@ -418,7 +425,7 @@ def cmd_ir(args) -> int:
 
 def cmd_bench(args) -> int:
     from benchmarks.suite import main as bench_main
-    return bench_main(args.names, as_json=args.json)
+    return bench_main(args.names, as_json=args.json, opt=args.opt)
 
 
 COMMANDS = {"run": cmd_run, "compile": cmd_compile, "check": cmd_check, "ir": cmd_ir, "bench": cmd_bench}

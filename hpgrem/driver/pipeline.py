@@ -23,12 +23,17 @@ class UsageError(Exception):
     """A mistake on the command line or in a file that has no source position."""
 
 
+# The -O level of `hpgrem run`, `compile`, `ir` and `bench` when none is given (spec/cli.md), and
+# of every compilation through this module that names none: what a user runs is what is tested.
+DEFAULT_LEVEL = 2
+
+
 @dataclass(frozen=True)
 class Options:
     """What to compile and which passes to run."""
 
     goal: str | None = None  # a PARLOG conjunction to run instead of main
-    opt: int = 1  # the -O level
+    opt: int = DEFAULT_LEVEL  # the -O level
     passes: tuple[str, ...] | None = None  # exactly these optimizing passes, in order, instead of the level's
     disable: tuple[str, ...] = ()  # optimizing passes not to run
     after: str | None = None  # stop after this pass (to print the module there)
