@@ -285,3 +285,19 @@ def test_a_hash_consed_module_means_what_the_tree_did(program, opt):
         Machine(module, stream=out).run()
         outputs.append(out.getvalue())
     assert outputs[0] == outputs[1] and outputs[0]
+
+
+def test_the_rewriter_rewrites_a_shared_node_once_and_keeps_it_shared():
+    from hpgrem.ir.rewrite import Rewriter
+
+    def fold_add(n):
+        a, b = n.args
+        if n.op == "int.+" and isinstance(a, ir.Lit) and isinstance(b, ir.Lit):
+            return ir.Lit(a.value + b.value)
+        return None
+    x: ir.Expr = ir.Prim("int.+", (ir.Lit(1), ir.Lit(1)))
+    for _ in range(40):
+        x = ir.Prim("int.+", (x, x))
+    rw = Rewriter([(ir.Prim, fold_add)])
+    assert rw.rewrite(x) == ir.Lit(2 ** 41)
+    assert rw.fired["fold_add"] == 41

@@ -3,8 +3,9 @@
 A rule is a node class (or a tuple of them) and a function that takes a node of that class
 and returns its replacement, or None where it does not apply: rewrites read like algebra, as in
 tinygrad's pattern tables or xDSL's rewrite patterns. `Rewriter` applies a table bottom up,
-each node to a fixpoint, then the whole tree again until nothing changes, and counts how often
-each rule fired (what a pass reports, and what a rewrite trace will show).
+each distinct node to a fixpoint (a node shared by several places is rewritten once, and its
+replacement stays shared), then the whole graph again until nothing changes, and counts how
+often each rule fired (what a pass reports, and what a rewrite trace will show).
 """
 
 from __future__ import annotations
