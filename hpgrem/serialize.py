@@ -233,7 +233,6 @@ class _Reader:
             raise TypeError(f"unsupported field type {hint!r}")
         raise _Bad(path, f"expected {type_name(hint)}, found {_json_name(x)}")
 
-
     def node(self, x: dict, allowed: tuple, path: str) -> Node:
         if "ref" in x and "kind" not in x:
             return self.ref(x, allowed, path)
@@ -266,21 +265,6 @@ class _Reader:
             raise _Bad(path, f"a reference to a {target.kind} node, which cannot stand here "
                              f"(expected {' or '.join(type_name(a) for a in allowed)})")
         return target
-
-    def ref(self, x: dict, allowed: tuple, path: str) -> Node:
-        """A `{"ref": N}`: entry N of the table, decoded already, of a kind that may stand here."""
-        n = x["ref"]
-        if set(x) != {"ref"} or type(n) is not int:
-            raise _Bad(path, "a reference is {\"ref\": N}, N a number")
-        if not 0 <= n < len(self.table):
-            raise _Bad(path, f"a reference to node {n}, which is not an earlier entry of the table"
-                             f" ({len(self.table)} before it)")
-        target = self.table[n]
-        if not any(isinstance(a, type) and isinstance(target, a) for a in allowed):
-            raise _Bad(path, f"a reference to a {target.kind} node, which cannot stand here "
-                             f"(expected {' or '.join(type_name(a) for a in allowed)})")
-        return target
-
 
 
 def _decode_annotation(x, path: str, depth: int = 0):

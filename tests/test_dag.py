@@ -91,8 +91,7 @@ def test_a_chain_of_60_shared_nodes_verifies_prints_and_round_trips(dialect):
 @settings(max_examples=12, deadline=None)
 @given(n=st.integers(1, 40))
 def test_work_and_size_grow_linearly_with_distinct_nodes(dialect, n):
-    import _pytest.monkeypatch
-    with _pytest.monkeypatch.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp:
         visits = Visits(mp)
         text, printed = _work(CHAINS[dialect](n))
         per_node = visits.count / (n + 3)
