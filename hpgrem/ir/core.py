@@ -336,19 +336,22 @@ def fold(root: Node, fn):
     `fn` gave for the node's children (in `children()` order): a node used in several places is
     computed once, so the work is linear in distinct nodes."""
     done: dict[int, object] = {}
-    stack: list[Node] = [root]
+    stack: list = [(root, None)]
     while stack:
-        x = stack[-1]
-        if id(x) in done:
-            stack.pop()
-            continue
-        kids = x.children()
-        pending = [k for k in kids if id(k) not in done]
-        if pending:
-            stack.extend(reversed(pending))
-            continue
+        x, kids = stack[-1]
+        if kids is None:
+            if id(x) in done:  # reached before by another path
+                stack.pop()
+                continue
+            kids = x.children()
+            stack[-1] = (x, kids)
+            pending = [(k, None) for k in reversed(kids) if id(k) not in done]
+            if pending:
+                stack.extend(pending)
+                continue
         stack.pop()
-        done[id(x)] = fn(x, [done[id(k)] for k in kids])
+        if id(x) not in done:
+            done[id(x)] = fn(x, [done[id(k)] for k in kids])
     return done[id(root)]
 
 
