@@ -12,6 +12,10 @@ from __future__ import annotations
 import ast
 import io
 import json
+import os
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,10 +24,11 @@ import pytest
 from hpgrem import ir
 from hpgrem.ir import NO_SPAN, Node, Rule, Span
 from hpgrem.ir.core import node
-from hpgrem.ir.dialects import DialectSpec, register_dialect
+from hpgrem.ir.dialects import PLUGINS, DialectSpec, register_dialect
 from hpgrem.printer import module_text
 from hpgrem.serialize import HpgFormatError, dumps, loads
 from hpgrem.verify import verify
+from pam.runtimes import register_runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 S = Span("toy.txt", 1, 1)
@@ -136,6 +141,9 @@ class ToyRuntime:
         return repr(deref(value))
 
 
+register_runtime("toy", ToyRuntime)
+
+
 def toy_module(n: int = 3) -> ir.Module:
     x: Node = Num(1, S)
     for _ in range(n):
@@ -175,9 +183,7 @@ def test_a_kind_of_another_dialect_cannot_stand_in_it():
 @pytest.mark.parametrize("pes", [1, 16])
 def test_it_runs_on_the_machine_through_a_registered_runtime(pes):
     from pam.machine import Machine
-    from pam.runtimes import register_runtime
 
-    register_runtime("toy", ToyRuntime)
     result = Machine(loads(dumps(toy_module(3))), stream=io.StringIO(), pes=pes).run()
     assert result.bindings == ["X = (8, 7)"]
 
@@ -199,3 +205,29 @@ def test_the_core_consumers_name_no_dialect(path):
                            for n in names), (path, names)
         if isinstance(x, ast.Constant) and isinstance(x.value, str):
             assert x.value not in ("ml", "parlog"), path
+
+
+MPIEXEC = shutil.which("mpiexec")
+
+
+@pytest.mark.parametrize("launch", [[], ["--pes", "16"], "mpi"], ids=["1pe", "16pes", "mpiexec-n2"])
+def test_the_command_runs_it_as_a_plugin(launch, tmp_path):
+    """Each process (each rank under mpiexec) imports this file through HPGREM_PLUGINS when a
+    `.hpg` file names a dialect the table lacks."""
+    hpg = tmp_path / "toy.hpg"
+    hpg.write_text(dumps(toy_module(3)))
+    plain = command = [sys.executable, "-m", "hpgrem.driver.cli", "run", str(hpg)]
+    if launch == "mpi":
+        if MPIEXEC is None:
+            pytest.fail("mpiexec is not installed")
+        command = [MPIEXEC, "-n", "2", *command]
+    else:
+        command += launch
+    env = {**os.environ, PLUGINS: str(Path(__file__))}
+    r = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert (r.returncode, r.stdout) == (0, "X = (8, 7)\n"), r.stderr
+    printed = subprocess.run([sys.executable, "-m", "hpgrem.driver.cli", "ir", str(hpg)], capture_output=True,
+                             text=True, cwd=ROOT, env=env, timeout=300)
+    assert "def toy:main = toy.Tuple((%1 = (%2 = (1 + 1) + %2) + %1), 7)" in printed.stdout, printed.stderr
+    alone = subprocess.run(plain, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert alone.returncode == 2 and "unknown dialect 'toy'" in alone.stderr

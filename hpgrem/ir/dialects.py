@@ -9,14 +9,21 @@ runtime tables are): a dialect's module is imported when a module of that dialec
 its node kinds, is first met.
 
 A dialect from outside the project (a test file, a plug-in) registers itself at import with
-`register_dialect(spec)`, and its runtime with `pam.runtimes.register_runtime`. One module holds
-rules of one dialect; a program of two dialects is two modules.
+`register_dialect(spec)`, and its runtime with `pam.runtimes.register_runtime`. A process that
+meets a dialect the table lacks (a `.hpg` file read by the command line, each rank under
+`mpiexec`) first imports the plug-ins named in the environment variable HPGREM_PLUGINS (Python
+files or module names, separated by the path separator). One module holds rules of one dialect;
+a program of two dialects is two modules.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from hpgrem.ir.core import NODE_KINDS, Node, Rule
@@ -80,9 +87,37 @@ def register_dialect(spec: DialectSpec | str, where: str | None = None) -> None:
     DIALECTS[name] = value
 
 
+PLUGINS = "HPGREM_PLUGINS"
+_plugins_loaded = False
+
+
+def load_plugins() -> None:
+    """Import, once, the plug-ins HPGREM_PLUGINS names: each a Python file (imported under its
+    stem) or a module name; they register their dialects and runtimes as they are imported."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for entry in filter(None, os.environ.get(PLUGINS, "").split(os.pathsep)):
+        if not entry.endswith(".py"):
+            importlib.import_module(entry)
+            continue
+        path = Path(entry).resolve()
+        if any(getattr(m, "__file__", None) and Path(m.__file__).resolve() == path for m in list(sys.modules.values())):
+            continue  # imported already (a test file under pytest)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"{PLUGINS}: {entry} is not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+
+
 def dialect(name: str) -> DialectSpec:
     """The spec of dialect `name` (its module imported, so its node kinds are registered);
-    UnknownDialect if the table has none of that name."""
+    UnknownDialect if the table has none of that name, even after the plug-ins are loaded."""
+    if type(name) is str and name not in DIALECTS:
+        load_plugins()
     value = DIALECTS.get(name) if type(name) is str else None
     if value is None:
         raise UnknownDialect(f"unknown dialect {name!r} (dialects: {', '.join(sorted(DIALECTS))})")
@@ -100,9 +135,10 @@ def node_kind(kind: str) -> type[Node] | None:
     """The node class of a qualified kind (`ml.Let`), its dialect loaded if need be; None for
     a kind no dialect has."""
     cls = NODE_KINDS.get(kind)
-    if cls is None:
-        prefix = kind.split(".", 1)[0]
-        if "." in kind and prefix in DIALECTS:
-            dialect(prefix)
-            cls = NODE_KINDS.get(kind)
+    if cls is None and "." in kind:
+        try:
+            dialect(kind.split(".", 1)[0])
+        except UnknownDialect:
+            return None
+        cls = NODE_KINDS.get(kind)
     return cls
