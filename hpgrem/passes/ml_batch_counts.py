@@ -5,8 +5,12 @@ Python and counts every call as a reduction. Without this pass each call adds on
 counter on entry and compares its depth with the limit. With it (the module fact
 `ml-batch-counts.calls` = "block"), the code generator counts the direct calls of each block
 of straight-line code once, at the block's start (`calls[0] += 2` for fib's two recursive
-calls; a leaf counts nothing), and the depth travels as a countdown that picks the callee
-(`(f_d if d else f_n)(d - 1, ...)`: at zero, `f_n` runs the rest on a heap stack as before).
+calls; a leaf counts nothing), and the depth travels as a countdown. A block that could be
+rerun as a fresh call tests it once at its start (at zero the function moves to a heap stack);
+any other (inside a `try`, after a call or an effect) picks the callee per call, `(f_d if d
+else f_n)(d - 1, ...)`, where `f_n`, which every direct function has, runs the call on a heap
+stack as before (issue 15: only functions with a depth-bounded copy had one, so deeper than
+200 frames the others ended in NameError).
 The banked count is still checked every 16,384 calls, so --timeout, --max-steps and deep
 recursion hold as before.
 
