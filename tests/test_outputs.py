@@ -148,6 +148,12 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
     assert out.read_text() == "old" and os.listdir(tmp_path) == ["out.json"]
 
 
+def test_a_name_as_long_as_the_system_allows_is_written(tmp_path):
+    out = tmp_path / ("x" * 250)  # the temporary file beside it needs a name of its own that fits
+    write_output(str(out), "text")
+    assert out.read_text() == "text" and os.listdir(tmp_path) == [out.name]
+
+
 # -- an output that is an input --------------------------------------------------------------------
 def test_an_output_that_is_the_input_is_refused(program, tmp_path, capfd):
     text = program.read_text()

@@ -439,12 +439,12 @@ _QUOTABLE = [None]  # the source lines this command's diagnostics may quote (fro
 
 
 def main(argv: list[str] | None = None) -> int:
+    _open_closed_streams()  # first: importing opens files, which would take a closed descriptor
     from frontend.diagnostics import Quotable
     from pam.limits import process_started
     _STARTED[0] = process_started() if argv is None else time.monotonic()
     _OWNS_PROCESS[0] = argv is None
     _QUOTABLE[0] = Quotable()
-    _open_closed_streams()
     argv = sys.argv[1:] if argv is None else argv
     # The compile-time tools (printer, .hpg writer, verifier) recurse on a program's nesting,
     # which the front ends allow to about a thousand levels; the machine itself never recurses.

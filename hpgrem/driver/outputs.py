@@ -128,7 +128,7 @@ def _write_descriptor(fd: int, data: bytes) -> None:
 
 def _write_atomically(target: Path, data: bytes) -> None:
     mode, owner = _mode_and_owner(target)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".hpgrem-", suffix=".tmp")  # any name is short enough
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
