@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_ir import modules
 
 from hpgrem import ir
 from hpgrem.ir import Span
@@ -300,3 +301,30 @@ def test_the_rewriter_rewrites_a_shared_node_once_and_keeps_it_shared():
     rw = Rewriter([(ir.Prim, fold_add)])
     assert rw.rewrite(x) == ir.Lit(2 ** 41)
     assert rw.fired["fold_add"] == 41
+
+
+@pytest.mark.parametrize("name", ["ml", "parlog"])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_random_graphs_round_trip_with_their_sharing(name, data):
+    """Random modules (tests/test_ir.py's generator) with every two equal nodes made one."""
+    module = hash_consed(data.draw(modules(name)))
+    text = dumps(module)
+    back = loads(text)
+    assert dumps(back) == text and repr(back.rules) == repr(module.rules)  # repr: NaN is not == itself
+    assert _shared(back) == _shared(module)
+
+
+def test_a_compiled_module_keeps_the_source_lines_its_spans_name(tmp_path):
+    from hpgrem.driver.pipeline import Options, compile_text
+    from hpgrem.ir.core import MAX_SOURCE_LINE
+    long_comment = "% " + "x" * 1000
+    text = f"{long_comment}\nmode p(^).\np(X) <- X = 1. {long_comment}\n\nmain <- p(X), write(X), nl.\n"
+    module = compile_text(text, str(tmp_path / "p.par"), Options(opt=1)).complete()
+    source = text.splitlines()
+    assert set(module.source_lines) == {3, 5}
+    assert module.source_lines[5] == source[4]
+    assert module.source_lines[3] == source[2][:MAX_SOURCE_LINE] and len(module.source_lines[3]) == MAX_SOURCE_LINE
+    back = loads(dumps(module))
+    assert back.source_lines == module.source_lines
+    assert json.loads(dumps(module))["lines"] == [[3, source[2][:MAX_SOURCE_LINE]], [5, source[4]]]
