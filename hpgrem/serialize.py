@@ -402,7 +402,7 @@ def _lines(reader: _Reader, x) -> dict[int, str]:
         number, line = reader.decode(pair, tuple[int, str], f"$.lines[{i}]")
         if number <= last:
             raise _Bad(f"$.lines[{i}][0]", f"line {number} after line {last} (numbers rise from 1)")
-        if len(line) > MAX_SOURCE_LINE or "\n" in line or "\r" in line:
+        if len(line) > MAX_SOURCE_LINE or "\n" in line:  # a bare \r may stand in a line (lines end at \n)
             raise _Bad(f"$.lines[{i}][1]", f"not one line of at most {MAX_SOURCE_LINE} characters")
         out[number] = line
         last = number

@@ -328,3 +328,12 @@ def test_a_compiled_module_keeps_the_source_lines_its_spans_name(tmp_path):
     back = loads(dumps(module))
     assert back.source_lines == module.source_lines
     assert json.loads(dumps(module))["lines"] == [[3, source[2][:MAX_SOURCE_LINE]], [5, source[4]]]
+
+
+def test_a_line_with_a_bare_carriage_return_round_trips(tmp_path):
+    """Lines end at \\n only (as the front ends count them), so a \\r may stand inside one."""
+    from hpgrem.driver.pipeline import Options, compile_text
+    text = "mode p(^).\np(X) <- X = 1. % a\rb\nmain <- p(X), write(X), nl.\n"
+    module = compile_text(text, str(tmp_path / "p.par"), Options(opt=1)).complete()
+    assert module.source_lines[2] == "p(X) <- X = 1. % a\rb"
+    assert loads(dumps(module)).source_lines == module.source_lines
