@@ -1,10 +1,16 @@
-"""A dialect defined in this file alone: node kinds, a dialect spec with its hooks and a runtime,
-registered at import, with no change to any file of the project. The core (verifier, printer,
-`.hpg` reader and writer, machine) finds it through the dialect and runtime tables.
+"""A dialect defined in this file alone: node kinds, a dialect spec with its hooks, a pass with
+an option, and a runtime with a task kind and a message kind of its own, registered at import
+with no change to any file of the project. The core (verifier, printer, `.hpg` reader and
+writer, pass manager, machine, the command line) finds it through the dialect, pass and
+runtime tables; docs/ir.md walks through it as "how to add a dialect".
 
 `toy` has numbers, sums and tuples (its `toy.Tuple` beside `ml.Tuple`: kinds are qualified by
-their dialect), and one rule kind, `toy.Def`; its runtime evaluates the entry's definition and
-binds the entry's one output to the value.
+their dialect), and one rule kind, `toy.Def`. Its pass `toy-fold` adds two numbers at compile
+time when the sum is at most its option `limit`. Its runtime makes one *sum* task per distinct
+sum node (a node shared by many places is one value: computed once), each waiting for both its
+inputs (a counted wait), charged by the size of its numbers; idle PEs steal sums, and a sum done
+on another PE sends its result home by the runtime's own message kind TOY-SUM. The entry's
+one output is bound to the value of the definition.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -28,7 +35,12 @@ from hpgrem.ir.dialects import PLUGINS, DialectSpec, register_dialect
 from hpgrem.printer import module_text
 from hpgrem.serialize import HpgFormatError, dumps, loads
 from hpgrem.verify import verify
+from hpgrem.ir.rewrite import Rewriter
+from hpgrem.passes import Option, annotated, register_pass
 from pam.runtimes import register_runtime
+from pam.step import WaitAll, declare
+from pam.task import Task
+from pam.terms import Var, deref
 
 ROOT = Path(__file__).resolve().parents[1]
 S = Span("toy.txt", 1, 1)
@@ -101,55 +113,177 @@ def _types(module) -> str | None:
 register_dialect(DialectSpec("toy", representation=_representation, type_problem=_types))
 
 
-def evaluate(e: Node):
-    """A toy expression's value, once per distinct node (a shared node is one value)."""
-    def at(x: Node, kids: list):
-        if isinstance(x, Num):
-            return x.value
-        if isinstance(x, Add):
-            return kids[0] + kids[1]
-        return tuple(kids)
-    return ir.fold(e, at)
+@dataclass(frozen=True)
+class ToyFold:
+    """`a + b` of two numbers becomes their sum when it is at most `limit` (an option)."""
+
+    name: ClassVar[str] = "toy-fold"
+    dialects: ClassVar[tuple[str, ...]] = ("toy",)
+    records: ClassVar[tuple[str, ...]] = ("folded",)
+    options: ClassVar[dict[str, Option]] = {"limit": Option("the largest sum folded", minimum=0)}
+    limit: int = 1 << 62
+
+    def apply(self, module: ir.Module) -> ir.Module:
+        def fold(e: Add):
+            if isinstance(e.left, Num) and isinstance(e.right, Num) and e.left.value + e.right.value <= self.limit:
+                return Num(e.left.value + e.right.value, e.span)
+            return None
+
+        rules, notes = {}, {}
+        for key, rule in module.rules.items():
+            rewriter = Rewriter([(Add, fold)])
+            rules[key] = rewriter.rewrite(rule)
+            notes[key] = {"folded": rewriter.fired["fold"]}
+        if all(rules[k] is r for k, r in module.rules.items()):
+            return module
+        return annotated(replace(module, rules=rules), self, notes)
+
+
+register_pass("toy-fold", ToyFold)
+
+
+class Sum(Task):
+    """A sum node's task: `args` = (left, right, out), the variables of its inputs and result."""
+
+    __slots__ = ("started",)
+
+    def __init__(self, proc, left: Var, right: Var, out: Var, started: bool = False) -> None:
+        super().__init__(proc, (left, right, out), None, NO_SPAN)
+        self.started = started
+
+    def describe(self, names=None) -> str:
+        return "toy sum"
+
+
+class SumKind:
+    """A sum not yet started may go to another PE; it travels as its three variables."""
+
+    name = "toy-sum"
+    task_class = Sum
+
+    def spare(self, task: Sum) -> bool:
+        return not task.started
+
+    def export(self, task: Sum) -> tuple:
+        return task.args
+
+    def arrive(self, step, value: tuple, site) -> Sum:
+        return Sum(step, *value)
+
+
+RESULT = "TOY-SUM"  # a sum done away from PE 0 sends (its packed result variable, the value) home
 
 
 class ToyRuntime:
-    """Evaluates the entry's definition in one step and binds the entry's output to it."""
+    """Loads the sum step on each PE; the entry (on PE 0) makes a variable per distinct node of
+    the definition and a task per distinct sum node."""
 
     batch = 64
+    counters = ("sums", "sent_home")
 
-    def __init__(self, module):
+    def __init__(self, module, counting: bool = False):
         self.module = module
+        self.counting = counting
+        self.steps: dict[int, dict] = {}
 
     def load(self, pe, timeout=None) -> dict:
-        from pam.step import declare
+        counters = pe.stats.counters
 
-        rule = self.module.rules[self.module.entry.target]
-
-        @declare(rule.name, 1, 10, key="toy")
-        def step(task):
-            pe.bind(task.args[0], evaluate(rule.body))
+        @declare("sum", 3, 20, key="toy-sum", exportable=True)
+        def add(task: Sum):
+            left, right, out = (deref(v) for v in task.args)
+            if type(left) is Var or type(right) is Var:
+                task.started = True
+                return WaitAll((left, right))
+            value = left + right
+            pe.charge(value.bit_length())  # a long number takes longer to add: a cost from the data
+            if self.counting:
+                counters["sums"] += 1
+            if pe.net is None or pe.number == 0:
+                pe.bind(out, value)
+            else:
+                if self.counting:
+                    counters["sent_home"] += 1
+                pe.net.send(RESULT, 0, (pe.net.pack(out), value))
             return None
-        self.step = step
-        return {"toy": step}
+
+        @declare("main", 1, 10, key="toy-main")
+        def main(task: Task):
+            rule = self.module.rules[self.module.entry.target]
+            values: dict[int, object] = {}
+
+            def at(x: Node, kids: list):
+                if isinstance(x, Num):
+                    return x.value
+                if isinstance(x, Tuple):
+                    return tuple(kids)
+                out = Var()
+                pe.push(Sum(add, kids[0], kids[1], out))
+                return out
+
+            values = ir.fold(rule.body, at)
+            pe.push(Task(gather, (values, task.args[0]), None, NO_SPAN))
+            return None
+
+        @declare("gather", 2, 10, key="toy-gather")
+        def gather(task: Task):
+            values, result = task.args
+            unbound = [v for v in _leaves(values) if type(deref(v)) is Var]
+            if unbound:
+                return WaitAll(unbound)
+            pe.bind(result, _resolved(values))
+            return None
+
+        if pe.net is not None:
+            pe.net.add_kind(SumKind())
+            pe.net.add_handler(RESULT, lambda m: pe.bind(pe.net.unpack(m.payload[0]), m.payload[1]))
+        steps = self.steps[pe.number] = {"toy-sum": add, "toy-main": main, "toy-gather": gather}
+        return steps
 
     def entry_task(self, pe, outputs: list):
-        from pam.task import Task
-        return Task(self.step, (outputs[0],), None, NO_SPAN)
+        return Task(self.steps[pe.number]["toy-main"], (outputs[0],), None, NO_SPAN)
 
     def show(self, value, names: dict) -> str:
-        from pam.terms import deref
-        return repr(deref(value))
+        return repr(_resolved(value))
+
+
+def _leaves(value):
+    if type(value) is tuple:
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def _resolved(value):
+    value = deref(value)
+    return tuple(_resolved(v) for v in value) if type(value) is tuple else value
 
 
 register_runtime("toy", ToyRuntime)
 
 
-def toy_module(n: int = 3) -> ir.Module:
+def toy_module(n: int = 3, width: int = 0) -> ir.Module:
+    """`(1 + 1 ...` doubled `n` times, each sum shared by the next (2^n paths, n sums), then
+    with `width` the sum of 1..width as a balanced tree of width - 1 distinct sums, and 7."""
     x: Node = Num(1, S)
     for _ in range(n):
         x = Add(x, x, S)
-    rule = Def("toy:main", "main", Tuple((x, Num(7, S)), S), S)
+    items = (x, _balanced(1, width), Num(7, S)) if width else (x, Num(7, S))
+    rule = Def("toy:main", "main", Tuple(items, S), S)
     return ir.Module("toy.txt", {rule.key: rule}, ir.Entry(rule.key, ("X",)), "toy", {}, {1: "x = 1 + 1"})
+
+
+def _balanced(low: int, high: int) -> Node:
+    if low == high:
+        return Num(low, S)
+    mid = (low + high) // 2
+    return Add(_balanced(low, mid), _balanced(mid + 1, high), S)
+
+
+WIDE = toy_module(3, 64)
+WIDE_SUMS = 3 + 63  # distinct sum nodes: the machine computes each once
+WIDE_VALUE = "X = (8, 2080, 7)"
 
 
 def test_a_dialect_from_outside_prints_verifies_and_round_trips():
@@ -180,12 +314,41 @@ def test_a_kind_of_another_dialect_cannot_stand_in_it():
         loads(json.dumps(doc))
 
 
-@pytest.mark.parametrize("pes", [1, 16])
-def test_it_runs_on_the_machine_through_a_registered_runtime(pes):
-    from pam.machine import Machine
+def test_its_pass_runs_in_the_pass_manager_with_an_option():
+    from hpgrem.passes import run_passes
 
-    result = Machine(loads(dumps(toy_module(3))), stream=io.StringIO(), pes=pes).run()
-    assert result.bindings == ["X = (8, 7)"]
+    folded = run_passes(WIDE, ["toy-fold"])
+    assert module_text(folded).count("+") == 0 and "toy.Tuple(8, 2080, 7)" in module_text(folded)
+    assert folded.annotation("toy:main", "toy-fold.folded") == WIDE_SUMS
+    some = run_passes(WIDE, ["toy-fold"], options={"toy-fold": {"limit": 4}})
+    assert 0 < some.annotation("toy:main", "toy-fold.folded") < WIDE_SUMS
+    assert verify(some) == [] and loads(dumps(some)) == some
+    ml = ir.Module("m", {}, None, "ml")
+    assert run_passes(ml, ["toy-fold"], analyses=False) is ml  # a pass of another dialect is skipped
+
+
+def run_toy(module: ir.Module, pes: int):
+    from pam.machine import Machine
+    from pam.runtimes import runtime_for
+
+    return Machine(module, stream=io.StringIO(), pes=pes, runtime=runtime_for(module, counting=True)).run()
+
+
+def test_it_runs_on_one_pe_through_a_registered_runtime():
+    result = run_toy(loads(dumps(WIDE)), 1)
+    assert result.bindings == [WIDE_VALUE]
+    assert result.stats.per_pe[0].counters == {"sums": WIDE_SUMS, "sent_home": 0}
+
+
+def test_on_sixteen_pes_sums_are_stolen_and_results_come_home_by_its_own_message_kind():
+    result = run_toy(loads(dumps(WIDE)), 16)
+    assert result.bindings == [WIDE_VALUE]
+    per_pe = result.stats.to_json()["per_pe"]
+    assert sum(p["sums"] for p in per_pe) == WIDE_SUMS  # a shared node is one task, wherever it ran
+    home = sum(p["sent_home"] for p in per_pe)
+    assert home > 0 and per_pe[0]["sums"] < WIDE_SUMS
+    assert sum(p["bytes_by_kind"].get(RESULT, 0) for p in per_pe) > 0
+    assert sum(p["steals"] for p in per_pe) > 0
 
 
 def test_a_dialect_without_a_runtime_is_named_clearly():
@@ -211,12 +374,16 @@ MPIEXEC = shutil.which("mpiexec")
 
 
 @pytest.mark.parametrize("launch", [[], ["--pes", "16"], "mpi"], ids=["1pe", "16pes", "mpiexec-n2"])
-def test_the_command_runs_it_as_a_plugin(launch, tmp_path):
+@pytest.mark.parametrize("passes", [["-O0"], ["--passes", "toy-fold", "--pass-option", "toy-fold.limit=4"]],
+                         ids=["as-built", "folded"])
+def test_the_command_runs_it_as_a_plugin(launch, passes, tmp_path):
     """Each process (each rank under mpiexec) imports this file through HPGREM_PLUGINS when a
-    `.hpg` file names a dialect the table lacks."""
+    `.hpg` file names a dialect, or the command a pass, that the tables lack."""
     hpg = tmp_path / "toy.hpg"
-    hpg.write_text(dumps(toy_module(3)))
-    plain = command = [sys.executable, "-m", "hpgrem.driver.cli", "run", str(hpg)]
+    hpg.write_text(dumps(WIDE))
+    stats = tmp_path / "stats.json"
+    plain = [sys.executable, "-m", "hpgrem.driver.cli", "run", str(hpg)]
+    command = [*plain, *passes, "--count", "--stats-json", str(stats)]
     if launch == "mpi":
         if MPIEXEC is None:
             pytest.fail("mpiexec is not installed")
@@ -225,9 +392,12 @@ def test_the_command_runs_it_as_a_plugin(launch, tmp_path):
         command += launch
     env = {**os.environ, PLUGINS: str(Path(__file__))}
     r = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
-    assert (r.returncode, r.stdout) == (0, "X = (8, 7)\n"), r.stderr
-    printed = subprocess.run([sys.executable, "-m", "hpgrem.driver.cli", "ir", str(hpg)], capture_output=True,
-                             text=True, cwd=ROOT, env=env, timeout=300)
-    assert "def toy:main = toy.Tuple((%1 = (%2 = (1 + 1) + %2) + %1), 7)" in printed.stdout, printed.stderr
+    assert (r.returncode, r.stdout) == (0, WIDE_VALUE + "\n"), r.stderr
+    per_pe = json.loads(stats.read_text())["per_pe"]
+    sums = sum(p["sums"] for p in per_pe)
+    assert sums == WIDE_SUMS if passes == ["-O0"] else 0 < sums < WIDE_SUMS
+    printed = subprocess.run([sys.executable, "-m", "hpgrem.driver.cli", "ir", str(hpg), "-O0"],
+                             capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert "def toy:main = toy.Tuple((%1 = (%2 = (1 + 1) + %2) + %1), " in printed.stdout, printed.stderr
     alone = subprocess.run(plain, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert alone.returncode == 2 and "unknown dialect 'toy'" in alone.stderr

@@ -84,11 +84,11 @@ def read_source(path: str) -> str:
 
 def selected_passes(options: Options) -> list[str]:
     """The optimizing passes to run, in order (up to `after`); UsageError for an unknown name."""
-    from hpgrem.passes import PASS_TABLE, level
+    from hpgrem.passes import PASS_TABLE, is_pass, level
 
     named = [*(options.passes or ()), *options.disable] + ([options.after] if options.after else [])
     for name in named:
-        if name not in PASS_TABLE:
+        if not is_pass(name) or name not in PASS_TABLE:
             raise UsageError(f"unknown pass '{name}' (passes: {', '.join(PASS_TABLE)})")
     names = [n for n in (options.passes if options.passes is not None else level(options.opt))
              if n not in options.disable]

@@ -39,8 +39,9 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 if TYPE_CHECKING:  # the tables are read without loading the IR
     from hpgrem.ir import Module
 
-# name -> "module:Class"; the optimizing passes, in the order `-O2` runs them.
-PASS_TABLE: dict[str, str] = {
+# name -> "module:Class" (or the class itself, `register_pass`); the optimizing passes, in the
+# order `-O2` runs them.
+PASS_TABLE: dict[str, str | type] = {
     "ml-flatten": "hpgrem.passes.ml_flatten:MLFlatten",
     "ml-grain": "hpgrem.passes.ml_grain:MLGrain",
     "ml-inline": "hpgrem.passes.ml_inline:MLInline",
@@ -58,7 +59,7 @@ PASS_TABLE: dict[str, str] = {
     "aggregate": "hpgrem.passes.aggregate:Aggregate",
 }
 
-ANALYSIS_TABLE: dict[str, str] = {
+ANALYSIS_TABLE: dict[str, str | type] = {
     "granularity": "hpgrem.passes.granularity:Granularity",
     "ml-kinds": "hpgrem.passes.ml_kinds:MLKinds",
     "flow": "hpgrem.passes.flow:DataFlow",
@@ -110,9 +111,34 @@ def level(opt: int) -> tuple[str, ...]:
     return LEVELS[max(0, min(opt, 2))]
 
 
+def register_pass(name: str, cls: str | type, *, analysis: bool = False) -> None:
+    """Add the pass (or, with `analysis`, the analysis) `cls` (a class, or "module:Class"
+    imported when first needed) under `name`: a dialect from outside the project registers its
+    passes so. A new optimizing pass runs at `-O2` (on modules of its dialects only)."""
+    if not isinstance(cls, (str, type)):
+        raise TypeError("register_pass takes a class or 'module:Class'")
+    if name in PASS_TABLE or name in ANALYSIS_TABLE:
+        raise ValueError(f"a pass named {name!r} is already registered")
+    (ANALYSIS_TABLE if analysis else PASS_TABLE)[name] = cls
+    if not analysis:
+        LEVELS[2] += (name,)
+
+
+def is_pass(name: str) -> bool:
+    """Is `name` an optimizing pass or analysis? A name the tables lack may be a plug-in's
+    (HPGREM_PLUGINS, hpgrem/ir/dialects.py), loaded first."""
+    if name not in PASS_TABLE and name not in ANALYSIS_TABLE:
+        from hpgrem.ir.dialects import load_plugins
+        load_plugins()
+    return name in PASS_TABLE or name in ANALYSIS_TABLE
+
+
 def pass_class(name: str) -> type:
     """The class of the optimizing pass or analysis `name` (KeyError if there is none)."""
-    module_name, cls = {**PASS_TABLE, **ANALYSIS_TABLE}[name].split(":")
+    entry = PASS_TABLE[name] if name in PASS_TABLE else ANALYSIS_TABLE[name]
+    if isinstance(entry, type):
+        return entry
+    module_name, cls = entry.split(":")
     return getattr(importlib.import_module(module_name), cls)
 
 
@@ -140,7 +166,7 @@ def parse_option(text: str) -> tuple[str, str, object]:
     name, dot, key = target.rpartition(".")
     if not eq or not dot or not name or not key:
         raise PassError(f"--pass-option {text!r}: expected PASS.OPTION=VALUE")
-    if name not in PASS_TABLE and name not in ANALYSIS_TABLE:
+    if not is_pass(name):
         raise PassError(f"--pass-option {text!r}: unknown pass '{name}'")
     options = declared_options(name)
     if key not in options:
