@@ -62,7 +62,7 @@ def show(t: T, depth: int = 0) -> str:
     if depth > 3:
         return "..."
     if t.head is None:
-        return "'a"
+        return "string" if t.strlit else "'a"
     if t.head == "tuple":
         return "(" + " * ".join(show(a, depth + 1) for a in t.args) + ")" if t.args else "unit"
     if t.head == "fn":
@@ -118,6 +118,7 @@ def _bind(v: T, t: T, stack: list) -> None:
             else:
                 stack.append((v.sarg, t.sarg))
         v.link = t
+        _check_constraints(t)
         _lower(t, t.level)
         return
     if v.strlit and t.head not in ("string", "char"):
@@ -132,6 +133,17 @@ def _bind(v: T, t: T, stack: list) -> None:
         stack.append((t.args[0], T("arg", [v.sarg])))
     _lower(t, v.level)
     v.link = t
+
+
+def _check_constraints(v: T) -> None:
+    """A variable's constraints must fit one type: a string literal's (string or char), a
+    tuple's fields, a one-constructor datatype's argument exclude each other."""
+    if v.strlit and v.fields:
+        raise _Mismatch(f"string and a tuple with a field {max(v.fields)}")
+    if v.strlit and v.sarg is not None:
+        raise _Mismatch("string and a datatype of one constructor")
+    if v.fields and v.sarg is not None:
+        raise _Mismatch(f"a tuple with a field {max(v.fields)} and a datatype of one constructor")
 
 
 def _variables(t: T):
@@ -444,6 +456,8 @@ class _Checker:
             if type(step) is int:
                 r = find(v)
                 if r.head is None:
+                    if r.strlit or r.sarg is not None:
+                        raise IllTyped(JsonPath(path, ".step"), f"no field {step} in a value of type {show(r)}")
                     r.fields = r.fields or {}
                     if step not in r.fields:
                         r.fields[step] = T(None, (), r.level)
@@ -459,6 +473,8 @@ class _Checker:
             if (known is None or known[0] != step) and step == ml.PartStep.ARG:
                 r = find(v)
                 if r.head is None:  # a datatype of one constructor, known later
+                    if r.strlit or r.fields:
+                        raise IllTyped(JsonPath(path, ".step"), f"the {step} of a value of type {show(r)}")
                     if r.sarg is None:
                         r.sarg = T(None, (), r.level)
                     return r.sarg
