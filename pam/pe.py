@@ -266,11 +266,12 @@ class PE:
                         if g is not None:
                             finish(g)
                         break
-                    if type(r) is list:
+                    kind = type(r)  # once: the test below is on every step's path
+                    if kind is list:
                         suspensions += 1
                         park(t, r)
                         break
-                    if type(r) is wait_all:
+                    if kind is wait_all:
                         suspensions += 1
                         self.park_all(t, r)
                         break
