@@ -104,9 +104,10 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("file")
     t.add_argument("rest", nargs=argparse.REMAINDER)
 
-    tr = sub.add_parser("train", help="(not available yet) train a GPT model on the tensor-graph back end")
-    tr.add_argument("config")
-    tr.add_argument("rest", nargs=argparse.REMAINDER)
+    sub.add_parser("train", help="train a GPT model on the tensor-graph back end (see `hpgrem train --help`)",
+                   add_help=False)
+    sub.add_parser("plot", help="draw the loss curve of `hpgrem train --metrics` (see `hpgrem plot --help`)",
+                   add_help=False)
 
     sub.add_parser("plan", help="plan LLM training layouts at scale (see `hpgrem plan --help`)",
                    add_help=False)
@@ -452,11 +453,27 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["plan"]:
         from backend.planner.cli import main as plan_main
         return _guard(lambda: plan_main(argv[1:]), None)
+    if argv[:1] in (["train"], ["plot"]):
+        return _tensor_command(argv)
     args = _parser().parse_args(argv)
-    if args.command in ("trace", "train"):
+    if args.command == "trace":
         print(f"hpgrem: error: '{args.command}' is not available yet", file=sys.stderr)
         return EXIT_USAGE
     status = _guard(lambda: COMMANDS[args.command](args), getattr(args, "goal", None))
+    _sentinel_done(status)
+    return status
+
+
+def _tensor_command(argv: list[str]) -> int:
+    """`hpgrem train` (every MPI rank runs it) and `hpgrem plot` (hpgrem/driver/train_cmd.py)."""
+    from hpgrem.driver import train_cmd
+    if argv[0] == "plot":
+        return _guard(lambda: train_cmd.cmd_plot(argv[1:]), None)
+    comm = mpi_comm()
+    if comm is not None:
+        from pam import sentinel
+        sentinel.start(comm)  # says which rank died, should one die
+    status = _guard(lambda: train_cmd.cmd_train(argv[1:], comm), None)
     _sentinel_done(status)
     return status
 

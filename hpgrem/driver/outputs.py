@@ -62,9 +62,10 @@ def check_output(path: str, inputs: tuple[str, ...] = ()) -> None:
         raise OutputError(f"{path}: cannot write: permission denied")
 
 
-def write_output(path: str, text: str) -> None:
-    """Write `text` (UTF-8) to `path` through what it names; OutputError if that fails."""
-    data = text.encode("utf-8")
+def write_output(path: str, text: str | bytes) -> None:
+    """Write `text` (UTF-8, or bytes as they are) to `path` through what it names; OutputError
+    if that fails."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
     try:
         target = _target(path)
         if target.how == "descriptor":

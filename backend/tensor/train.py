@@ -1,0 +1,180 @@
+"""The trainer: a GPT training step built once with the model builder, run for the configured
+steps as a TensorJob on the PAM/TGR scheduler (one PE, simulated PEs, or MPI ranks), the
+learning rate computed on the host each step.
+
+Under `mpiexec` every rank runs this same code (SPMD): each draws the same global batch and the
+job gives each its data-parallel share; only rank 0 reports. The learning rate warms up
+linearly: step k (1-based) of a run with `warmup` W takes lr * min(1, k / W), then stays at lr.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from backend.tensor.config import ConfigError, TrainConfig, with_vocab
+from backend.tensor.data import BYTE_VOCAB, TextData, synthetic_batch
+
+HELD_OUT_EVALUATIONS = 10
+"""How many times in a run the held-out loss is measured (also at the first and last step)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """What the command line sets beside the configuration's keys."""
+
+    pes: int | None = None  # simulated PEs (None: as many as the layout needs)
+    topology: str | None = None
+    data: str | None = None  # a UTF-8 text file; None: the synthetic task
+    flops_per_s: float | None = None  # the per-PE rate of virtual time (None: the runtime's)
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One step's metrics (one JSON line of --metrics)."""
+
+    step: int
+    loss: float
+    tokens_per_s: float
+    lr: float
+    grad_norm: float
+    held_out_loss: float | None = None
+
+    def to_json(self) -> str:
+        row = {"step": self.step, "loss": self.loss, "tokens_per_s": self.tokens_per_s,
+               "lr": self.lr, "grad_norm": self.grad_norm}
+        if self.held_out_loss is not None:
+            row["held_out_loss"] = self.held_out_loss
+        return json.dumps(row)
+
+
+@dataclass(slots=True)
+class TrainResult:
+    """A finished run: every step's record, the final parameters, the last step's statistics."""
+
+    records: list[StepRecord] = field(default_factory=list)
+    params: dict[str, np.ndarray] = field(default_factory=dict)
+    stats: object = None
+
+
+def learning_rate(step: int, lr: float, warmup: int) -> float:
+    """The learning rate of 1-based `step`: linear warmup over `warmup` steps, then constant."""
+    return lr * min(1.0, step / warmup) if warmup > 0 else lr
+
+
+def effective_config(config: TrainConfig, options: RunOptions) -> TrainConfig:
+    """The configuration the run uses: a text file's vocabulary is its 256 byte values."""
+    return with_vocab(config, BYTE_VOCAB) if options.data is not None else config
+
+
+def layout_pes(config: TrainConfig, options: RunOptions, comm) -> int:
+    """The PEs of the run, checked against the layout (ranks = dp * tp * pp); ConfigError if
+    they disagree."""
+    p = config.parallel
+    need = f"dp * tp * pp = {p.dp} * {p.tp} * {p.pp} = {config.ranks}"
+    if comm is not None:
+        size = comm.Get_size()
+        if options.pes is not None and options.pes != size:
+            raise ConfigError(f"--pes {options.pes} disagrees with the {size} MPI ranks")
+        if size != config.ranks:
+            raise ConfigError(f"the layout needs {need} ranks but mpiexec started {size} "
+                              f"(set --dp {size}, or run mpiexec -n {config.ranks})")
+        return size
+    pes = config.ranks if options.pes is None else options.pes
+    if pes != config.ranks:
+        raise ConfigError(f"the layout needs {need} PEs, not --pes {pes} (set --dp {pes}, or --pes {config.ranks})")
+    from pam.topology import TopologyError, parse_topology
+    try:
+        parse_topology(options.topology, pes)
+    except TopologyError as e:
+        raise ConfigError(str(e)) from None
+    return pes
+
+
+class Trainer:
+    """One training run, step by step (the command line drives it; tests and benchmarks too)."""
+
+    def __init__(self, config: TrainConfig, options: RunOptions = RunOptions(), comm=None):
+        from backend.tensor.gpt import ModelShape, build_training_step, init_params
+        from pam.tensor.job import TensorJob
+        self.config = config = effective_config(config, options)
+        self.options = options
+        pes = layout_pes(config, options, comm)
+        self.text = TextData.load(options.data, config.model.seq_len) if options.data is not None else None
+        m, t = config.model, config.train
+        self.shape = ModelShape(m.n_layer, m.n_head, m.d_model, m.seq_len, m.vocab)
+        module = build_training_step(self.shape, t.batch, t.dtype, t.weight_decay, t.clip)
+        params = init_params(self.shape, t.seed, t.dtype)
+        rate = {} if options.flops_per_s is None else {"flops_per_s": options.flops_per_s}
+        self.job = TensorJob(module, params, pes=pes, topology=options.topology, dp=config.parallel.dp,
+                             mpi=comm is not None, **rate)
+        self.step_count = 0
+        self._held_out_module = None
+
+    def batch(self, step: int) -> tuple[np.ndarray, np.ndarray]:
+        """The global batch of 1-based `step` (the same on every rank)."""
+        m, t = self.config.model, self.config.train
+        if self.text is not None:
+            return self.text.batch(step, t.batch, m.seq_len, t.seed)
+        return synthetic_batch(step, t.batch, m.seq_len, m.vocab, t.seed)
+
+    def step(self, measure_held_out: bool = False) -> tuple[StepRecord, object]:
+        """Run the next step; its record and the job's statistics for it."""
+        t = self.config.train
+        self.step_count += 1
+        k = self.step_count
+        tokens, targets = self.batch(k)
+        lr = learning_rate(k, t.lr, t.warmup)
+        began = time.perf_counter()
+        result = self.job.step(batch={"tokens": tokens, "targets": targets}, lr=lr, step=k)
+        seconds = time.perf_counter() - began
+        held_out = self.held_out_loss() if measure_held_out and self.text is not None else None
+        record = StepRecord(k, float(result.loss), self.config.tokens_per_step / seconds, lr,
+                            float(result.grad_norm), held_out)
+        return record, result.stats
+
+    def held_out_loss(self) -> float:
+        """The loss of the current parameters on the held-out windows of the text file."""
+        from backend.tensor.gpt import build_forward
+        from pam.tensor.kernels import evaluate
+        m, t = self.config.model, self.config.train
+        if self._held_out_module is None:
+            self._held_out_module = build_forward(self.shape, t.batch, t.dtype)
+        tokens, targets = self.text.held_out_batch(t.batch, m.seq_len)
+        values = {**self.job.parameters(), "tokens": tokens, "targets": targets}
+        return float(evaluate(self._held_out_module, values)["loss"])
+
+    def parameters(self) -> dict[str, np.ndarray]:
+        return self.job.parameters()
+
+    def close(self) -> None:
+        self.job.close()
+
+
+def held_out_steps(steps: int) -> set[int]:
+    """The steps whose held-out loss is measured: the first, the last, and evenly between."""
+    every = max(1, steps // HELD_OUT_EVALUATIONS)
+    return {1, steps, *range(every, steps + 1, every)}
+
+
+def train(config: TrainConfig, options: RunOptions = RunOptions(), comm=None, *, report: bool = True,
+          on_step: Callable[[StepRecord], None] | None = None) -> TrainResult:
+    """Train for config.train.steps steps; `on_step` sees each record as it comes. Only where
+    `report` holds (rank 0) is the held-out loss measured."""
+    trainer = Trainer(config, options, comm)
+    result = TrainResult()
+    measured = held_out_steps(config.train.steps) if report else set()
+    try:
+        for _ in range(config.train.steps):
+            record, result.stats = trainer.step(trainer.step_count + 1 in measured)
+            result.records.append(record)
+            if on_step is not None:
+                on_step(record)
+        result.params = trainer.parameters()
+    finally:
+        trainer.close()
+    return result

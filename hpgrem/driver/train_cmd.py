@@ -1,0 +1,212 @@
+"""`hpgrem train CONFIG.toml [flags]` and `hpgrem plot METRICS.jsonl -o loss.png` (docs/tensor.md).
+
+`train` reads the configuration (backend/tensor/config.py), lets a flag override any key
+(`--steps 20 --dp 2 --lr 1e-3 --n-layer 4`), trains, and reports on rank 0: a progress bar with
+loss and tokens/s on a terminal, one summary line otherwise, metrics as JSON lines, the saved
+parameters, and with `--stats` the compute, communication and idle time per PE. Mistakes raise
+UsageError (the command prints one line, exit status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from typing import Any
+
+from hpgrem.driver.outputs import check_output, write_output
+from hpgrem.driver.pipeline import UsageError
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """Usage errors raise UsageError (one line, status 2) instead of leaving the process."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog.removeprefix('hpgrem ')}: {message}")
+
+
+def train_parser() -> argparse.ArgumentParser:
+    """`hpgrem train`'s flags: the run's own, then one per configuration key."""
+    from backend.tensor.config import DTYPES, flag_name, key_type, keys
+    from hpgrem.driver.cli import _pes
+    p = _ArgumentParser(prog="hpgrem train", description="Train a GPT model on the tensor-graph "
+                        "back end (docs/tensor.md). Flags override the configuration's keys.")
+    p.add_argument("config", metavar="CONFIG.toml")
+    run = p.add_argument_group("the run")
+    run.add_argument("--pes", type=_pes, metavar="N", help="simulated PEs (default: dp * tp * pp; "
+                     "under mpiexec, the ranks)")
+    run.add_argument("--topology", help="mesh:RxC, torus:RxC, ring, hypercube, tree, full")
+    run.add_argument("--data", metavar="FILE", help="train on a UTF-8 text file as bytes (vocab 256), "
+                     "with a held-out split whose loss is reported (default: the synthetic task)")
+    run.add_argument("--metrics", metavar="OUT.jsonl", help="write one JSON line per step")
+    run.add_argument("--save", metavar="OUT.npz", help="write the final parameters (numpy .npz, GPT-2 names)")
+    run.add_argument("--stats", action="store_true", help="print compute, communication and idle "
+                     "time per PE on stderr")
+    run.add_argument("--flops-per-s", type=float, metavar="F", help="the per-PE rate of virtual time")
+    over = p.add_argument_group("configuration keys ([section] key)")
+    for section, key in keys():
+        kind = key_type(section, key)
+        extra: dict[str, Any] = {"choices": DTYPES} if key == "dtype" else {}
+        over.add_argument(flag_name(section, key), dest=f"{section}.{key}", type=kind, metavar=kind.__name__.upper()
+                          if not extra else None, help=f"[{section}] {key}", **extra)
+    return p
+
+
+def cmd_train(argv: list[str], comm) -> int:
+    """`hpgrem train`; `comm` is MPI.COMM_WORLD under mpiexec with several ranks, else None."""
+    from backend.tensor.config import TomlSyntaxError, load_config
+    from backend.tensor.train import RunOptions, train
+    args = train_parser().parse_args(argv)
+    overrides = {tuple(dest.split(".")): value for dest, value in vars(args).items()
+                 if "." in dest and value is not None}
+    try:
+        config = load_config(args.config, overrides)
+    except TomlSyntaxError as e:  # FILE:LINE:COL, the line and a caret (spec/cli.md)
+        print(e.diagnostic.render(e.text), file=sys.stderr)
+        return 2
+    options = RunOptions(pes=args.pes, topology=args.topology, data=args.data, flops_per_s=args.flops_per_s)
+    rank0 = comm is None or comm.Get_rank() == 0
+    for out in (args.metrics, args.save):
+        if out is not None:
+            check_output(out, inputs=tuple(x for x in (args.config, args.data) if x))
+    metrics = _MetricsFile(args.metrics) if rank0 and args.metrics else None
+    bar = _Progress(config.train.steps) if rank0 else None
+
+    def on_step(record) -> None:
+        if metrics is not None:
+            metrics.write(record.to_json())
+        if bar is not None:
+            bar.update(record)
+    try:
+        result = train(config, options, comm, report=rank0, on_step=on_step)
+    finally:
+        if bar is not None:
+            bar.close()
+        if metrics is not None:
+            metrics.close()
+    if not rank0:
+        return 0
+    if result.records:
+        last = result.records[-1]
+        held = f", held-out loss {last.held_out_loss:.4f}" if last.held_out_loss is not None else ""
+        print(f"step {last.step}: loss {last.loss:.4f} (first {result.records[0].loss:.4f}){held}, "
+              f"{last.tokens_per_s:,.0f} tokens/s", file=sys.stderr)
+    if args.save:
+        write_output(args.save, _npz(result.params))
+    if args.stats and result.stats is not None:
+        print(_stats_text(result.stats), file=sys.stderr)
+    return 0
+
+
+def _npz(params: dict) -> bytes:
+    import numpy as np
+    buffer = io.BytesIO()
+    np.savez(buffer, **params)
+    return buffer.getvalue()
+
+
+def _stats_text(stats) -> str:
+    table = getattr(stats, "table", None)
+    return table() if callable(table) else str(stats)
+
+
+class _MetricsFile:
+    """--metrics: one JSON line per step, flushed as it comes (a plot can follow a long run)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            self.file = open(path, "w", encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"{path}: cannot write: {e.strerror or e}") from None
+
+    def write(self, line: str) -> None:
+        try:
+            self.file.write(line + "\n")
+            self.file.flush()
+        except OSError as e:
+            raise UsageError(f"{self.path}: cannot write: {e.strerror or e}") from None
+
+    def close(self) -> None:
+        try:
+            self.file.close()
+        except OSError:
+            pass
+
+
+class _Progress:
+    """The progress bar on a terminal (tqdm), with the loss and tokens/s."""
+
+    def __init__(self, steps: int):
+        from tqdm import tqdm
+        self.bar = tqdm(total=steps, unit="step", file=sys.stderr, dynamic_ncols=True, disable=None)
+
+    def update(self, record) -> None:
+        self.bar.set_postfix(loss=f"{record.loss:.4f}", tok_s=f"{record.tokens_per_s:,.0f}", refresh=False)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def plot_parser() -> argparse.ArgumentParser:
+    p = _ArgumentParser(prog="hpgrem plot", description="Draw the loss curve of `hpgrem train --metrics`.")
+    p.add_argument("metrics", metavar="METRICS.jsonl")
+    p.add_argument("-o", dest="output", required=True, metavar="OUT.png", help="the image to write (PNG, SVG, PDF)")
+    return p
+
+
+def cmd_plot(argv: list[str]) -> int:
+    """`hpgrem plot METRICS.jsonl -o loss.png`: loss (and held-out loss) against step."""
+    args = plot_parser().parse_args(argv)
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError("hpgrem plot needs matplotlib: pip install 'hpgrem[plot]'") from None
+    check_output(args.output, inputs=(args.metrics,))
+    rows = read_metrics(args.metrics)
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    figure, axes = plt.subplots(figsize=(7, 4.2))
+    axes.plot([r["step"] for r in rows], [r["loss"] for r in rows], label="training loss")
+    held = [r for r in rows if "held_out_loss" in r]
+    if held:
+        axes.plot([r["step"] for r in held], [r["held_out_loss"] for r in held], "o-", label="held-out loss")
+    axes.set_xlabel("step")
+    axes.set_ylabel("loss (nats per token)")
+    axes.set_title(args.metrics)
+    axes.grid(alpha=0.3)
+    axes.legend()
+    buffer = io.BytesIO()
+    suffix = args.output.rpartition(".")[2].lower()
+    figure.savefig(buffer, format=suffix if suffix in ("png", "svg", "pdf") else "png", dpi=120,
+                   bbox_inches="tight")
+    plt.close(figure)
+    write_output(args.output, buffer.getvalue())
+    return 0
+
+
+def read_metrics(path: str) -> list[dict]:
+    """The rows of a metrics file; UsageError naming the line that is not a metrics row."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"{path}:{number}: not a JSON line: {e.msg}") from None
+        if not isinstance(row, dict) or not all(isinstance(row.get(k), (int, float)) for k in ("step", "loss")):
+            raise UsageError(f"{path}:{number}: a metrics line needs numbers 'step' and 'loss'")
+        rows.append(row)
+    if not rows:
+        raise UsageError(f"{path}: no metrics lines")
+    return rows
