@@ -19,6 +19,7 @@ from typing import Protocol
 RUNTIMES: dict[str, str | type] = {
     "parlog": "pam.parlog.rules:ParlogRuntime",
     "ml": "pam.ml.loader:MLRuntime",
+    "tensor": "pam.tensor.runtime:TensorRuntime",
 }
 
 
@@ -26,6 +27,7 @@ class Runtime(Protocol):
     batch: int  # steps a simulated PE runs between looks at its messages
     encoding: str  # optional (UTF-8): how output becomes bytes on a byte stream (ML: a byte a char)
     counters: tuple[str, ...]  # optional (none): the names of the counters its code may keep
+    traces: bool  # optional (False): made with `tracing=True`, its code reports its reductions
 
     def load(self, pe, timeout: float | None = None) -> dict:
         """The module's steps on `pe` by key (pam.step); registers what distribution needs.
@@ -38,11 +40,18 @@ class Runtime(Protocol):
         """The text of an output variable's value in the final bindings (`Name = Text`)."""
 
 
-def runtime_for(module, counting: bool = False) -> Runtime:
+def runtime_for(module, counting: bool = False, tracing: bool = False) -> Runtime:
     """The default runtime of `module`, by its language; with `counting`, one whose code counts
-    its `counters` (a runtime that declares none ignores it)."""
+    its `counters` (a runtime that declares none ignores it); with `tracing`, one whose code
+    reports its reductions to the PE's tracer (pam.trace), if it has such code (`traces = True`:
+    made with `tracing=True`); any other runs its plain code, each step reported as one rewrite."""
     cls = runtime_class(module.language)
-    return cls(module, counting=True) if counting and counters_of(cls) else cls(module)
+    options = {}
+    if counting and counters_of(cls):
+        options["counting"] = True
+    if tracing and getattr(cls, "traces", False):
+        options["tracing"] = True
+    return cls(module, **options)
 
 
 class UnknownRuntime(LookupError):

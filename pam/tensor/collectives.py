@@ -1,0 +1,138 @@
+"""How a bucket's all-reduce moves between PEs: the two transports of one lowering.
+
+The runtime's collective task (pam.tensor.runtime) flattens a bucket into one buffer, calls
+`begin`, then `advance` until it returns None (the buffer holds the sum over the group; a value
+other than None is what the task waits for, as the step protocol says). The same graph, with the
+same buckets, runs over either:
+
+- `SimAllReduce`, in one process: a ring all-reduce (reduce-scatter, then all-gather) whose
+  parts are messages of the runtime's own kind TENSOR-PART through the PE's Net, so each part
+  crosses the simulated links at their byte time, hop by hop over any topology. A part names its
+  bucket, step and stage: a part that arrives before its task asks for it waits in the inbox as
+  a bound variable. Each chunk is summed once, on one PE, and copied to the others, so every PE
+  ends with the same bits. Adding a part is charged its FLOPs as communication.
+- `MPIAllReduce`, under mpiexec: a non-blocking `Iallreduce` on the group's sub-communicator; a
+  PE hook (pam.driver) tests the outstanding requests at every turn, so the PE keeps running
+  other tasks, and binds a request's variable when it completes, which wakes its task.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+
+import numpy as np
+
+from pam.pack import HEADER, WORD
+from pam.terms import Var
+
+PART = "TENSOR-PART"  # (bucket key, step, stage) and one chunk of a bucket, to the next PE of the ring
+
+
+class SimAllReduce:
+    """Ring all-reduce over the PE's Net (simulated PEs); a group of one needs no message."""
+
+    def __init__(self, replica, pe, per_flop: float, comms=None) -> None:
+        self.replica = replica
+        self.pe = pe
+        self.per_flop = per_flop
+        self.inbox: dict[tuple, Var] = {}
+        if pe.net is not None:
+            pe.net.add_handler(PART, self.arrived)
+
+    def arrived(self, message) -> None:
+        key, part = message.payload
+        self.pe.bind(self._slot(key), part)
+
+    def _slot(self, key: tuple) -> Var:
+        var = self.inbox.get(key)
+        if var is None:
+            var = self.inbox[key] = Var()
+        return var
+
+    def begin(self, task, bucket) -> None:
+        group = self.replica.members[bucket.group]
+        if len(group) > 1:
+            task.chunks = np.array_split(task.buffer, len(group))
+            self._send(task, bucket, 0)
+
+    def _send(self, task, bucket, stage: int) -> None:
+        group = self.replica.members[bucket.group]
+        n, r = len(group), group.index(self.pe.number)
+        # reduce-scatter: pass on the chunk summed so far; all-gather: pass on a finished one
+        index = (r - stage) % n if stage < n - 1 else (r - stage + n) % n
+        part = task.chunks[index]
+        key = (bucket.key, self.replica.round, stage)
+        self.pe.net.send(PART, group[(r + 1) % n], (key, part), HEADER + 3 * WORD + part.nbytes)
+
+    def advance(self, task, bucket):
+        group = self.replica.members[bucket.group]
+        n = len(group)
+        r = group.index(self.pe.number) if n > 1 else 0
+        while task.stage < 2 * (n - 1):
+            stage = task.stage
+            key = (bucket.key, self.replica.round, stage)
+            var = self._slot(key)
+            if var.val is None:
+                return [var]
+            del self.inbox[key]
+            part = var.val
+            if stage < n - 1:
+                task.chunks[(r - stage - 1) % n] += part
+                instructions = round(part.size * self.per_flop)
+                self.pe.charge(instructions)
+                self.replica.clock.comm_instr += instructions
+            else:
+                task.chunks[(r - stage + n - 1) % n][...] = part
+            task.stage = stage + 1
+            if task.stage < 2 * (n - 1):
+                self._send(task, bucket, task.stage)
+        return None
+
+
+class MPIAllReduce:
+    """Non-blocking all-reduce on MPI sub-communicators (`comms`: group -> communicator),
+    completed by a PE hook."""
+
+    def __init__(self, replica, pe, per_flop: float, comms: dict) -> None:
+        self.replica = replica
+        self.pe = pe
+        self.comms = comms
+        self.pending: list[tuple] = []  # (request, its variable, the buffers it uses)
+        pe.hooks.append(self.poll)
+
+    def begin(self, task, bucket) -> None:
+        group = self.replica.members[bucket.group]
+        if len(group) < 2:
+            return
+        from mpi4py import MPI
+
+        reduced = np.empty_like(task.buffer)
+        request = self.comms[group].Iallreduce(task.buffer, reduced, op=MPI.SUM)
+        done = Var()
+        self.pending.append((request, done, task.buffer))
+        task.buffer = reduced
+        task.chunks = done
+
+    def advance(self, task, bucket):
+        done = task.chunks
+        if done is None or done.val is not None:
+            return None
+        return [done]
+
+    def poll(self) -> bool:
+        """Bind the variable of every request that has completed; True while some have not."""
+        if not self.pending:
+            return False
+        began = perf_counter()
+        waiting = []
+        for entry in self.pending:
+            if entry[0].Test():
+                self.pe.bind(entry[1], True)
+            else:
+                waiting.append(entry)
+        self.pending = waiting
+        self.replica.clock.comm_wall += perf_counter() - began
+        return bool(waiting)
+
+
+__all__ = ["MPIAllReduce", "PART", "SimAllReduce"]

@@ -1,0 +1,333 @@
+"""The tensor dialect's runtime: a training step as tasks on the machine's PEs.
+
+Every value of the step graph (pam.tensor.graph) is a slot holding a write-once variable. An
+*op task* runs one kernel: it waits (a counted wait, `WaitAll`) until its input tensors exist,
+runs the kernel, is charged its FLOPs at the PE's rate (`flops_per_s`) as virtual time and binds
+its output. A *collective task* all-reduces one bucket of values: it waits for its inputs, then
+completes when its peers' parts have arrived (pam.tensor.collectives: parts as messages of the
+runtime's own kind over the simulated links, or a non-blocking MPI operation polled by a PE
+hook). Tasks never move between PEs: under data parallelism every PE runs the whole graph on its
+slice of the batch.
+
+The task graph is built once per PE (`Replica`) and replayed every step with fresh variables:
+the tasks are pushed in the graph's order, so a PE runs the kernels in that order (the same
+order as the sequential reference `evaluate`) and runs a woken task first; a bucket's
+collective starts as soon as its gradients exist and progresses while backward goes on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import perf_counter
+
+import numpy as np
+
+from hpgrem.ir import NO_SPAN
+from pam.costs import DEFAULT, CostModel
+from pam.step import WaitAll, declare
+from pam.task import Task
+from pam.tensor.collectives import MPIAllReduce, SimAllReduce
+from pam.tensor.graph import COLLECTIVES, StepGraph, step_graph
+from pam.terms import Var
+
+T800_FLOPS = 1.5e6  # a T800-20's sustained floating point rate: kernels keep its balance with its links
+OP_COST = 10  # instructions of the PE loop's own work for one kernel call (the kernel's FLOPs are charged apart)
+COLLECTIVE_COST = 20  # instructions of one turn of a collective (starting it, or taking one part)
+
+
+@dataclass(slots=True)
+class Kernel:
+    """One kernel call of the plan: `run(attrs, *inputs)`, its slots and its virtual time."""
+
+    name: str
+    op: str
+    run: object
+    attrs: dict
+    inputs: tuple[int, ...]
+    output: int
+    flops: int
+    instructions: int
+
+
+@dataclass(slots=True)
+class Bucket:
+    """One collective: the members of an all-reduce bucket, reduced as one flat buffer over
+    the PEs of `group` (a name, such as "dp", that the layout resolves on each PE)."""
+
+    name: str
+    key: int
+    group: str
+    mean: bool
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    dtype: np.dtype
+
+
+class Plan:
+    """What every PE replays: the slots of the graph's values and its kernel calls and buckets
+    in the graph's order (a bucket where its last member stands)."""
+
+    def __init__(self, graph: StepGraph, kernels: dict, flops_per_s: float, costs: CostModel):
+        self.graph = graph
+        self.slot: dict[str, int] = {}
+        shapes: dict[str, tuple[int, ...]] = {}
+        for v in graph.persistent + graph.inputs:
+            self.slot[v.name] = len(self.slot)
+            shapes[v.name] = v.shape
+        per_flop = 1.0 / (flops_per_s * costs.instruction)
+        self.steps: list[Kernel | Bucket] = []
+        members: dict[tuple, list] = {}
+        last: dict[tuple, int] = {}
+        for i, op in enumerate(graph.ops):
+            self.slot[op.name] = len(self.slot)
+            shapes[op.name] = op.shape
+            if op.op in COLLECTIVES:
+                key = (op.attrs["group"], op.attrs["bucket"])
+                members.setdefault(key, []).append(op)
+                last[key] = i
+        buckets = {i: key for key, i in last.items()}
+        for i, op in enumerate(graph.ops):
+            if op.op in COLLECTIVES:
+                if i in buckets:
+                    key = buckets[i]
+                    ops = members[key]
+                    self.steps.append(Bucket(
+                        f"allreduce {key[0]} bucket {key[1]}", len(self.steps), key[0],
+                        ops[0].attrs.get("reduce", "mean") == "mean",
+                        tuple(self.slot[o.inputs[0]] for o in ops), tuple(self.slot[o.name] for o in ops),
+                        tuple(o.shape for o in ops), np.dtype(ops[0].dtype)))
+                continue
+            ins = tuple(self.slot[x] for x in op.inputs)
+            if op.op == "get":
+                run, flops = _item, 0
+            else:
+                kernel = kernels[op.op]
+                run, flops = kernel.run, int(kernel.flops(op.attrs, [shapes[x] for x in op.inputs]))
+            self.steps.append(Kernel(op.name, op.op, run, op.attrs, ins, self.slot[op.name], flops,
+                                     round(flops * per_flop)))
+        self.size = len(self.slot)
+
+
+def _item(attrs: dict, value: tuple):
+    return value[attrs["index"]]
+
+
+class OpTask(Task):
+    """The task of one kernel call (`args` = (the Kernel,))."""
+
+    __slots__ = ()
+
+    def describe(self, names=None) -> str:
+        return f"tensor {self.args[0].op} {self.args[0].name}"
+
+
+class CollectiveTask(Task):
+    """The task of one bucket's all-reduce on one PE; `stage` is how far its protocol is
+    (pam.tensor.collectives), `buffer` the bucket flattened."""
+
+    __slots__ = ("stage", "buffer", "chunks")
+
+    def __init__(self, proc, bucket: Bucket) -> None:
+        super().__init__(proc, (bucket,), None, NO_SPAN)
+        self.reset()
+
+    def reset(self) -> None:
+        self.stage = -1
+        self.buffer = None
+        self.chunks = None
+        self.waits = None
+
+    def describe(self, names=None) -> str:
+        return f"tensor {self.args[0].name}"
+
+
+@dataclass(slots=True)
+class Clock:
+    """What one PE spent in a step beside the loop itself: kernels and collectives, as
+    instructions charged (virtual time) and as wall seconds; idle wall seconds (drivers)."""
+
+    compute_instr: int = 0
+    comm_instr: int = 0
+    kernel_wall: float = 0.0
+    comm_wall: float = 0.0
+    idle_wall: float = 0.0
+    kernels: int = 0
+    collectives: int = 0
+    reduced_bytes: int = 0
+
+
+class Replica:
+    """The step graph on one PE: its slots, its tasks (made once) and its persistent values."""
+
+    def __init__(self, plan: Plan, pe, members: dict[str, tuple[int, ...]]) -> None:
+        self.plan = plan
+        self.pe = pe
+        self.members = members  # group name -> the PEs of this PE's group of that name
+        self.slots: list[Var] = []
+        self.tasks: list[Task] = []
+        self.persistent: dict[str, np.ndarray] = {}
+        self.round = 0  # steps started here: names a step's collective parts
+        self.clock = Clock()
+
+    def start(self, feeds: dict[str, np.ndarray]) -> None:
+        """Fresh variables for a new step, the persistent values and `feeds` bound, and every
+        task pushed in the graph's order (the first on top)."""
+        plan = self.plan
+        self.round += 1
+        self.clock = Clock()
+        slots = self.slots = [Var() for _ in range(plan.size)]
+        for name, value in (*self.persistent.items(), *feeds.items()):
+            slots[plan.slot[name]].val = value
+        for t in reversed(self.tasks):
+            if type(t) is CollectiveTask:
+                t.reset()
+            self.pe.push(t)
+
+    def finish(self) -> None:
+        """After the step: the persistent values become their updates."""
+        slots, slot = self.slots, self.plan.slot
+        for name, new in self.plan.graph.updates.items():
+            self.persistent[name] = slots[slot[new]].val
+
+    def value(self, name: str):
+        return self.slots[self.plan.slot[name]].val
+
+
+class TensorRuntime:
+    """Loads a training step (a tensor-dialect module, or a StepGraph) onto PEs. `flops_per_s`
+    is each PE's kernel rate; `groups` is the layout: for each group name of the graph's
+    collectives, the PEs partitioned into groups of that name; `comms` maps a group (its PE
+    numbers) to its MPI sub-communicator under mpiexec, None in one process (parts then travel
+    as messages)."""
+
+    batch = 1  # a kernel is a large step: a simulated PE looks at its messages after each
+    counters = ("kernels", "collectives")
+
+    def __init__(self, module, counting: bool = False, *, kernels: dict | None = None,
+                 flops_per_s: float = T800_FLOPS, costs: CostModel = DEFAULT, comms: dict | None = None,
+                 groups: dict[str, tuple[tuple[int, ...], ...]] | None = None, feeds: dict | None = None):
+        if kernels is None:
+            from pam.tensor.kernels import KERNELS as kernels
+        if not flops_per_s > 0:
+            raise ValueError(f"flops_per_s must be positive, got {flops_per_s!r}")
+        self.graph = step_graph(module)
+        self.plan = Plan(self.graph, kernels, flops_per_s, costs)
+        self.flops_per_s = flops_per_s
+        self.costs = costs
+        self.counting = counting
+        self.comms = comms
+        self.groups = groups or {}
+        self.feeds = feeds
+        self.replicas: dict[int, Replica] = {}
+        self.steps: dict[int, dict] = {}
+
+    def load(self, pe, timeout: float | None = None) -> dict:
+        replica = self.replicas[pe.number] = Replica(self.plan, pe, self._members(pe.number))
+        counting = self.counting
+        counters = pe.stats.counters
+        per_flop = 1.0 / (self.flops_per_s * self.costs.instruction)
+
+        @declare("tensor op", 1, OP_COST, key="tensor-op")
+        def op(task: OpTask):
+            k = task.args[0]
+            slots = replica.slots
+            unbound = [slots[i] for i in k.inputs if slots[i].val is None]
+            if unbound:
+                return WaitAll(unbound)
+            clock = replica.clock
+            began = perf_counter()
+            value = k.run(k.attrs, *[slots[i].val for i in k.inputs])
+            clock.kernel_wall += perf_counter() - began
+            pe.charge(k.instructions)
+            clock.compute_instr += k.instructions
+            clock.kernels += 1
+            if counting:
+                counters["kernels"] += 1
+            pe.bind(slots[k.output], value)
+            return None
+
+        allreduce = (SimAllReduce if self.comms is None else MPIAllReduce)(replica, pe, per_flop, self.comms)
+
+        @declare("tensor collective", 1, COLLECTIVE_COST, key="tensor-collective")
+        def collective(task: CollectiveTask):
+            b = task.args[0]
+            slots = replica.slots
+            clock = replica.clock
+            if task.stage < 0:
+                unbound = [slots[i] for i in b.inputs if slots[i].val is None]
+                if unbound:
+                    return WaitAll(unbound)
+                began = perf_counter()
+                task.buffer = np.concatenate([slots[i].val.ravel() for i in b.inputs]).astype(b.dtype, copy=False)
+                clock.collectives += 1
+                clock.reduced_bytes += task.buffer.nbytes
+                if counting:
+                    counters["collectives"] += 1
+                task.stage = 0
+                allreduce.begin(task, b)
+                clock.comm_wall += perf_counter() - began
+            began = perf_counter()
+            waiting = allreduce.advance(task, b)
+            if waiting is not None:
+                clock.comm_wall += perf_counter() - began
+                return waiting
+            buffer = task.buffer
+            ranks = len(replica.members[b.group])
+            if b.mean and ranks > 1:
+                buffer /= ranks
+            offset = 0
+            for i, shape in zip(b.outputs, b.shapes):
+                n = int(np.prod(shape))
+                pe.bind(slots[i], buffer[offset:offset + n].reshape(shape))
+                offset += n
+            task.buffer = task.chunks = None
+            clock.comm_wall += perf_counter() - began
+            return None
+
+        replica.tasks = [CollectiveTask(collective, s) if type(s) is Bucket else OpTask(op, (s,), None, NO_SPAN)
+                         for s in self.plan.steps]
+        steps = self.steps[pe.number] = {"tensor-op": op, "tensor-collective": collective,
+                                         "tensor-main": self._main(replica)}
+        return steps
+
+    def _members(self, pe: int) -> dict[str, tuple[int, ...]]:
+        """This PE's group of each name the graph's collectives use."""
+        members = {}
+        for name in {s.group for s in self.plan.steps if type(s) is Bucket}:
+            if name not in self.groups:
+                raise ValueError(f"the graph's collectives name the group {name!r}, which the layout does not define")
+            mine = [g for g in self.groups[name] if pe in g]
+            if len(mine) != 1:
+                raise ValueError(f"PE {pe} is in {len(mine)} groups {name!r} of the layout, not one")
+            members[name] = tuple(mine[0])
+        return members
+
+    def _main(self, replica: Replica):
+        pe = replica.pe
+        loss = self.graph.outputs[0]
+
+        @declare("tensor step", 1, OP_COST, key="tensor-main")
+        def main(task: Task):
+            value = replica.slots[self.plan.slot[loss]]
+            if value.val is None:
+                return WaitAll([value])
+            pe.bind(task.args[0], float(value.val))
+            return None
+        return main
+
+    def entry_task(self, pe, outputs: list):
+        """How the machine runs a tensor module: one step on `pe` with the `feeds` given at
+        construction (every parameter, state and input by name), its first output bound to the
+        graph's first output (the loss). Training runs through pam.tensor.job.TensorJob."""
+        if self.feeds is None:
+            raise ValueError("a tensor step needs its parameters and inputs: run it with pam.tensor.job.TensorJob")
+        self.replicas[pe.number].start(self.feeds)
+        return Task(self.steps[pe.number]["tensor-main"], (outputs[0],), None, NO_SPAN)
+
+    def show(self, value, names: dict) -> str:
+        value = value.val if type(value) is Var else value
+        return repr(value)
+
+
+__all__ = ["T800_FLOPS", "TensorRuntime", "Replica", "Plan"]
