@@ -57,6 +57,8 @@ PASS_TABLE: dict[str, str | type] = {
     "ml-ranges": "hpgrem.passes.ml_ranges:MLRanges",
     "ml-batch-counts": "hpgrem.passes.ml_batch_counts:MLBatchCounts",
     "aggregate": "hpgrem.passes.aggregate:Aggregate",
+    "tensor-autodiff": "hpgrem.passes.autodiff:TensorAutodiff",
+    "tensor-data-parallel": "hpgrem.passes.data_parallel:DataParallel",
 }
 
 ANALYSIS_TABLE: dict[str, str | type] = {

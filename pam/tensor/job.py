@@ -31,7 +31,6 @@ from pam.topology import parse_topology
 from pam.transport.sim import Simulation
 
 DATA_PARALLEL = "tensor-data-parallel"
-BATCH_INPUTS = ("tokens", "targets")  # fed per step, split along dimension 0 across the dp group
 
 
 class LayoutError(ValueError):
@@ -120,9 +119,11 @@ class TensorJob:
                 value = lr
             elif v.name == "step":
                 value = step
+            elif v.name in batch and not v.shape:
+                value = batch[v.name]
             elif v.name in batch:
                 whole = np.asarray(batch[v.name])
-                rows = v.shape[0] if v.shape else 0
+                rows = v.shape[0]
                 if whole.shape != (rows * self.dp, *v.shape[1:]):
                     raise LayoutError(f"{v.name!r} has shape {list(whole.shape)}; the step takes "
                                       f"{[rows * self.dp, *v.shape[1:]]} ({self.dp} slice(s) of {rows})")
@@ -133,8 +134,9 @@ class TensorJob:
         return feeds
 
     def step(self, batch: dict[str, np.ndarray], lr: float, step: int) -> StepResult:
-        """One training step on the global `batch` ("tokens", "targets": [B, T]) with learning
-        rate `lr` at step number `step` (1 for the first: Adam's bias correction)."""
+        """One training step on the global `batch` ("tokens", "targets": [B, T]; each input
+        that is not a scalar is split along dimension 0 among the dp ranks) with learning rate
+        `lr` at step number `step` (1 for the first: Adam's bias correction)."""
         replicas = [self.runtime.replicas[pe.number] for pe in self.machines]
         for pe, replica in zip(self.machines, replicas):
             replica.start(self._feeds(pe.number, batch, lr, step))
