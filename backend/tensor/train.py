@@ -100,7 +100,7 @@ class Trainer:
 
     def __init__(self, config: TrainConfig, options: RunOptions = RunOptions(), comm=None):
         from backend.tensor.gpt import ModelShape, build_training_step, init_params
-        from pam.tensor.job import TensorJob
+        from pam.tensor.job import LayoutError, TensorJob
         self.config = config = effective_config(config, options)
         self.options = options
         pes = layout_pes(config, options, comm)
@@ -110,8 +110,11 @@ class Trainer:
         module = build_training_step(self.shape, t.batch, t.dtype, t.weight_decay, t.clip)
         params = init_params(self.shape, t.seed, t.dtype)
         rate = {} if options.flops_per_s is None else {"flops_per_s": options.flops_per_s}
-        self.job = TensorJob(module, params, pes=pes, topology=options.topology, dp=config.parallel.dp,
-                             mpi=comm is not None, **rate)
+        try:
+            self.job = TensorJob(module, params, pes=pes, topology=options.topology, dp=config.parallel.dp,
+                                 mpi=comm is not None, **rate)
+        except LayoutError as e:
+            raise ConfigError(str(e)) from None
         self.step_count = 0
         self._held_out_module = None
 

@@ -1,0 +1,198 @@
+"""`hpgrem bench tensor`: training throughput (tokens/s) of examples/llm/small.toml on the
+tensor back end beside the same model in PyTorch on CPU, on one PE against one PyTorch process,
+and data parallel on 2 ranks (`mpiexec -n 2`) against PyTorch DDP (gloo) on 2 processes.
+
+Every measurement runs in a fresh process with one thread for numpy's BLAS and for PyTorch
+(OMP, MKL, OpenBLAS and torch.set_num_threads(1)), so both sides use the same cores. The runs
+alternate (ours, PyTorch, ours, PyTorch, ...), and each side reports its best step time over
+all its runs (the first step of each run, which builds and warms up, excluded). The PyTorch
+model is the same GPT-2 (pre-LayerNorm, tanh GELU, tied LM head, AdamW betas (0.9, 0.95), eps
+1e-8, decay on the 2-D weights, global-norm clipping) written as PyTorch users write it
+(scaled_dot_product_attention). Without PyTorch the peer columns are empty.
+
+Run as a module, it is one measurement: `python -m benchmarks.tensor ours|torch CONFIG STEPS`
+prints {"tokens_per_s": ...} on rank 0 (under mpiexec, data parallel over the ranks).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+SMALL = HERE.parent / "examples" / "llm" / "small.toml"
+STEPS = 4  # steps per run: the first warms up, the best of the others counts
+RUNS = 3  # alternated runs of each side
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+def rows(opt: int) -> list:
+    """The benchmark's rows (the level does not apply: no program is compiled)."""
+    from benchmarks.suite import Row
+    have_torch = importlib.util.find_spec("torch") is not None
+    one = _alternated([], "ours", "torch" if have_torch else None, 1)
+    found = [Row("small@1", "tokens_per_s", one[0], "tokens/s", "PyTorch" if have_torch else None, one[1])]
+    mpiexec = shutil.which("mpiexec")
+    if mpiexec is not None:
+        two = _alternated([mpiexec, "-n", "2"], "ours", "torch" if have_torch else None, 2)
+        found.append(Row("small@mpi2", "tokens_per_s", two[0], "tokens/s",
+                         "PyTorch DDP" if have_torch else None, two[1]))
+    return found
+
+
+def _alternated(launcher: list[str], ours: str, peer: str | None, ranks: int) -> tuple[float, float | None]:
+    """Best tokens/s of each side over RUNS alternated runs."""
+    best = {ours: 0.0, peer: 0.0}
+    for _ in range(RUNS):
+        for side in (ours, peer):
+            if side is not None:
+                best[side] = max(best[side], _measure(launcher, side, ranks))
+    return best[ours], (best[peer] if peer is not None else None)
+
+
+def _measure(launcher: list[str], side: str, ranks: int) -> float:
+    env = {**os.environ, **ONE_THREAD, "MASTER_PORT": str(_free_port())}
+    command = [*launcher, sys.executable, "-m", "benchmarks.tensor", side, str(SMALL), str(STEPS), str(ranks)]
+    r = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env, cwd=HERE.parent)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed: {r.stderr.strip()[-2000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])["tokens_per_s"]
+
+
+def _free_port() -> int:
+    """A TCP port free now, for the DDP processes' rendezvous."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ours(config_path: str, steps: int, dp: int) -> float:
+    """Best tokens/s of a step on the tensor back end (under mpiexec, over its ranks)."""
+    from backend.tensor.config import load_config
+    from backend.tensor.train import Trainer
+    from hpgrem.driver.cli import mpi_comm
+    comm = mpi_comm()
+    config = load_config(config_path, {("train", "steps"): steps, ("parallel", "dp"): dp})
+    trainer = Trainer(config, comm=comm)
+    try:
+        best = 0.0
+        for k in range(steps):
+            record, _ = trainer.step()
+            if k:
+                best = max(best, record.tokens_per_s)
+    finally:
+        trainer.close()
+    return best
+
+
+def _torch(config_path: str, steps: int, dp: int) -> float:
+    """Best tokens/s of a step of the same model in PyTorch (DDP over gloo when dp > 1)."""
+    import torch
+    from backend.tensor.config import load_config
+    from backend.tensor.data import synthetic_batch
+    torch.set_num_threads(1)
+    config = load_config(config_path, {("train", "steps"): steps, ("parallel", "dp"): dp})
+    m, t = config.model, config.train
+    dtype = getattr(torch, t.dtype)
+    torch.manual_seed(t.seed)
+    model = TorchGPT(m.n_layer, m.n_head, m.d_model, m.seq_len, m.vocab).to(dtype)
+    rank = 0
+    if dp > 1:
+        import torch.distributed as dist
+        rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29517")
+        dist.init_process_group("gloo", rank=rank, world_size=dp)
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    params = list(model.parameters())
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": t.weight_decay},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=t.lr, betas=(0.9, 0.95), eps=1e-8)
+    share = t.batch // dp
+    best = 0.0
+    for k in range(steps):
+        tokens, targets = synthetic_batch(k + 1, t.batch, m.seq_len, m.vocab, t.seed)
+        x = torch.from_numpy(tokens[rank * share:(rank + 1) * share])
+        y = torch.from_numpy(targets[rank * share:(rank + 1) * share])
+        began = time.perf_counter()
+        logits = model(x)
+        loss = torch.nn.functional.cross_entropy(logits.view(-1, m.vocab), y.view(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, t.clip)
+        optimizer.step()
+        seconds = time.perf_counter() - began
+        if k:
+            best = max(best, t.batch * m.seq_len / seconds)
+    if dp > 1:
+        import torch.distributed as dist
+        dist.destroy_process_group()
+    return best
+
+
+def _torch_gpt():
+    """The PyTorch GPT-2 class (defined on first use: torch is optional)."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Block(nn.Module):
+        def __init__(self, n_head: int, d: int):
+            super().__init__()
+            self.n_head = n_head
+            self.ln_1, self.ln_2 = nn.LayerNorm(d, eps=1e-5), nn.LayerNorm(d, eps=1e-5)
+            self.c_attn, self.attn_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.c_fc, self.mlp_proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=2)
+            q, k, v = (z.view(b, t, self.n_head, d // self.n_head).transpose(1, 2) for z in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.attn_proj(y.transpose(1, 2).reshape(b, t, d))
+            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+    class GPT(nn.Module):
+        def __init__(self, n_layer: int, n_head: int, d: int, seq_len: int, vocab: int):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(seq_len, d)
+            self.h = nn.ModuleList(Block(n_head, d) for _ in range(n_layer))
+            self.ln_f = nn.LayerNorm(d, eps=1e-5)
+            for name, p in self.named_parameters():
+                if p.dim() >= 2:
+                    std = 0.02 / (2 * n_layer) ** 0.5 if name.endswith("proj.weight") else 0.02
+                    nn.init.normal_(p, 0.0, std)
+                elif name.endswith("bias"):
+                    nn.init.zeros_(p)
+
+        def forward(self, tokens):
+            x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1]))
+            for block in self.h:
+                x = block(x)
+            return self.ln_f(x) @ self.wte.weight.T  # the LM head tied to the token embedding
+
+    return GPT
+
+
+def TorchGPT(n_layer: int, n_head: int, d_model: int, seq_len: int, vocab: int):
+    """The PyTorch model of the same shape."""
+    return _torch_gpt()(n_layer, n_head, d_model, seq_len, vocab)
+
+
+def main(argv: list[str]) -> int:
+    side, config, steps, ranks = argv[0], argv[1], int(argv[2]), int(argv[3])
+    tokens_per_s = (_ours if side == "ours" else _torch)(config, steps, ranks)
+    if int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0"))) == 0:
+        print(json.dumps({"tokens_per_s": tokens_per_s}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
