@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 DIALECTS: dict[str, str | DialectSpec] = {
     "parlog": "hpgrem.ir.parlog_dialect:DIALECT",
     "ml": "hpgrem.ir.ml_dialect:DIALECT",
+    "tensor": "hpgrem.ir.tensor_dialect:DIALECT",
 }
 """Dialect name -> its `DialectSpec`, or "module:attribute" where it is found (imported once)."""
 

@@ -58,6 +58,7 @@ PASS_TABLE: dict[str, str | type] = {
     "ml-batch-counts": "hpgrem.passes.ml_batch_counts:MLBatchCounts",
     "aggregate": "hpgrem.passes.aggregate:Aggregate",
     "tensor-autodiff": "hpgrem.passes.autodiff:TensorAutodiff",
+    "tensor-autodiff": "hpgrem.passes.autodiff:TensorAutodiff",
     "tensor-data-parallel": "hpgrem.passes.data_parallel:DataParallel",
 }
 
