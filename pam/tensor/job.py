@@ -23,7 +23,6 @@ from pam.costs import DEFAULT, CostModel
 from pam.distribution import Net
 from pam.driver import IDLE_SLEEP, Simulated, poll, run_alone
 from pam.pe import PE
-from pam.stats import PEStats
 from pam.tensor.graph import COLLECTIVES, StepGraph, step_graph
 from pam.tensor.runtime import T800_FLOPS, TensorRuntime
 from pam.tensor.stats import PEStepStats, StepStats
@@ -90,7 +89,6 @@ class TensorJob:
         self.machines: list[PE] = []
         for n in numbers:
             pe = PE(n, _no_output)
-            pe.stats = PEStats(n)
             if self.sim is not None:
                 procs: dict = {}
                 pe.net = Net(pe, self.sim.transport(n), self.topology, procs, seed,
@@ -236,10 +234,13 @@ def lower(module, dp: int, bucket_bytes: int | None = None):
         return module
     if dp == 1:
         return module
-    from hpgrem.passes import run_passes
+    from hpgrem.passes import PassError, run_passes
 
     options = {"dp": dp} if bucket_bytes is None else {"dp": dp, "bucket_bytes": bucket_bytes}
-    return run_passes(module, [DATA_PARALLEL], analyses=False, options={DATA_PARALLEL: options})
+    try:
+        return run_passes(module, [DATA_PARALLEL], analyses=False, options={DATA_PARALLEL: options})
+    except PassError as e:
+        raise LayoutError(str(e)) from None
 
 
 def _sub_communicators(comm, graph: StepGraph, groups: dict) -> dict:
