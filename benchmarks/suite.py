@@ -201,6 +201,12 @@ def _mpi2_time(mpiexec: str, path: Path, opt: int) -> float:
     return two
 
 
+def _tensor_rows(opt: int) -> list[Row]:
+    """GPT training tokens/s beside PyTorch (benchmarks/tensor.py; imported only when run)."""
+    from benchmarks.tensor import rows
+    return rows(opt)
+
+
 # name -> the rows of a benchmark, its programs compiled at the -O level given
 BENCHMARKS: dict[str, Callable[[int], list[Row]]] = {
     "nrev30": bench_nrev30,
@@ -212,6 +218,7 @@ BENCHMARKS: dict[str, Callable[[int], list[Row]]] = {
     "speedup16": bench_speedup16,
     "remote2k": bench_remote,
     "mpi2": bench_mpi2,
+    "tensor": _tensor_rows,
 }
 
 

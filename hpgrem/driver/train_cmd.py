@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 from typing import Any
 
@@ -175,7 +176,7 @@ def cmd_plot(argv: list[str]) -> int:
         axes.plot([r["step"] for r in held], [r["held_out_loss"] for r in held], "o-", label="held-out loss")
     axes.set_xlabel("step")
     axes.set_ylabel("loss (nats per token)")
-    axes.set_title(args.metrics)
+    axes.set_title(os.path.basename(args.metrics))
     axes.grid(alpha=0.3)
     axes.legend()
     buffer = io.BytesIO()
