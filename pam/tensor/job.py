@@ -192,10 +192,11 @@ class TensorJob:
         share = max(0.0, wall - outside) / wall if wall > 0 else 0.0
         for pe, r, (instructions, received, sent) in zip(self.machines, replicas, before):
             k = r.clock
+            handled = (pe.stats.received - received) * handling
+            busy = (pe.instructions - instructions) * c.instruction + handled
             compute = k.compute_instr * c.instruction
-            comm = k.comm_instr * c.instruction + (pe.stats.received - received) * handling
-            loop = (pe.instructions - instructions - k.compute_instr - k.comm_instr) * c.instruction
-            rows.append(PEStepStats(pe.number, compute, comm, max(0.0, time_s - compute - comm - loop), loop,
+            comm = k.comm_instr * c.instruction + handled
+            rows.append(PEStepStats(pe.number, compute, comm, max(0.0, time_s - busy), busy - compute - comm,
                                     k.kernels, k.collectives, k.reduced_bytes, pe.stats.bytes_sent - sent, share))
         return StepStats("sim", time_s, wall, share, rows)
 

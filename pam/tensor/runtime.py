@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from time import perf_counter
+from typing import Callable
 
 import numpy as np
 
@@ -36,15 +37,18 @@ COLLECTIVE_COST = 20  # instructions of one turn of a collective (starting it, o
 
 
 @dataclass(slots=True)
-class Kernel:
-    """One kernel call of the plan: `run(attrs, *inputs)`, its slots and its virtual time."""
+class KernelCall:
+    """One kernel call of the plan: `run(attrs, *inputs)`, its slots and its virtual time. A
+    tuple-valued op binds its components' slots itself (`parts`: (index, slot)): a `get` is
+    no task of its own."""
 
     name: str
     op: str
-    run: object
+    run: Callable
     attrs: dict
     inputs: tuple[int, ...]
     output: int
+    parts: tuple[tuple[int, int], ...]
     flops: int
     instructions: int
 
@@ -76,13 +80,16 @@ class Plan:
             self.slot[v.name] = len(self.slot)
             shapes[v.name] = v.shape
         per_flop = 1.0 / (flops_per_s * costs.instruction)
-        self.steps: list[Kernel | Bucket] = []
+        self.steps: list[KernelCall | Bucket] = []
         members: dict[tuple, list] = {}
         last: dict[tuple, int] = {}
+        parts: dict[str, list[tuple[int, int]]] = {}
         for i, op in enumerate(graph.ops):
             self.slot[op.name] = len(self.slot)
             shapes[op.name] = op.shape
-            if op.op in COLLECTIVES:
+            if op.op == "get":
+                parts.setdefault(op.inputs[0], []).append((op.attrs["index"], self.slot[op.name]))
+            elif op.op in COLLECTIVES:
                 key = (op.attrs["group"], op.attrs["bucket"])
                 members.setdefault(key, []).append(op)
                 last[key] = i
@@ -98,23 +105,20 @@ class Plan:
                         tuple(self.slot[o.inputs[0]] for o in ops), tuple(self.slot[o.name] for o in ops),
                         tuple(o.shape for o in ops), np.dtype(ops[0].dtype)))
                 continue
-            ins = tuple(self.slot[x] for x in op.inputs)
             if op.op == "get":
-                run, flops = _item, 0
-            else:
-                kernel = kernels[op.op]
-                run, flops = kernel.run, int(kernel.flops(op.attrs, [shapes[x] for x in op.inputs]))
-            self.steps.append(Kernel(op.name, op.op, run, op.attrs, ins, self.slot[op.name], flops,
-                                     round(flops * per_flop)))
+                continue
+            if op.op not in kernels:
+                raise ValueError(f"the tensor runtime has no kernel for {op.op!r} ({op.name})")
+            kernel = kernels[op.op]
+            flops = int(kernel.flops(op.attrs, [shapes[x] for x in op.inputs]))
+            self.steps.append(KernelCall(op.name, op.op, kernel.run, op.attrs, tuple(self.slot[x] for x in op.inputs),
+                                         self.slot[op.name], tuple(parts.get(op.name, ())), flops,
+                                         round(flops * per_flop)))
         self.size = len(self.slot)
 
 
-def _item(attrs: dict, value: tuple):
-    return value[attrs["index"]]
-
-
 class OpTask(Task):
-    """The task of one kernel call (`args` = (the Kernel,))."""
+    """The task of one kernel call (`args` = (the KernelCall,))."""
 
     __slots__ = ()
 
@@ -245,6 +249,8 @@ class TensorRuntime:
             if counting:
                 counters["kernels"] += 1
             pe.bind(slots[k.output], value)
+            for index, slot in k.parts:
+                pe.bind(slots[slot], value[index])
             return None
 
         allreduce = (SimAllReduce if self.comms is None else MPIAllReduce)(replica, pe, per_flop, self.comms)
