@@ -1,0 +1,1 @@
+"""Rewrite traces: the event stream (docs/trace.md) and its renderings."""

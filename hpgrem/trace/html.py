@@ -1,0 +1,63 @@
+"""The trace viewer: one self-contained HTML file (docs/teaching.md).
+
+The page inlines its script and style from `viewer/` and embeds the trace as JSON; it fetches
+nothing (its Content-Security-Policy forbids it), so it works offline and can be mailed to a
+student. Trace text reaches the page only as data: the JSON is escaped so that no goal text can
+close the script element, and the script writes every text with `textContent`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+_PLACEHOLDER = re.compile(r"\{\{(TITLE|CSS|TRACE|JS)\}\}")
+
+# Characters a JSON text may hold that would end or confuse an HTML script element (`</script>`,
+# `<!--`) or a JavaScript string (the two line separators), written as JSON escapes instead.
+_SCRIPT_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath("viewer", name).read_text(encoding="utf-8")
+
+
+def trace_json(header: dict[str, Any], events: list[dict[str, Any]]) -> str:
+    """The trace as one JSON text that is safe inside an HTML `<script>` element.
+
+    Raises ValueError when the trace holds a number JSON cannot write (NaN, infinity)."""
+    try:
+        text = json.dumps(
+            {"header": header, "events": events},
+            ensure_ascii=False,
+            allow_nan=False,
+            separators=(",", ":"),
+        )
+    except ValueError as error:
+        raise ValueError(f"the trace cannot be embedded: {error}") from None
+    return text.translate(_SCRIPT_ESCAPES)
+
+
+def viewer_html(header: dict[str, Any], events: list[dict[str, Any]]) -> str:
+    """The viewer page for a trace: `header` is the stream's first line, `events` the lines
+    after it (a final `end` line may be included; it is not a step)."""
+    title = f"hpgrem trace: {header.get('program', '')}"
+    parts = {
+        "TITLE": html.escape(title),
+        "CSS": _asset("viewer.css"),
+        "TRACE": trace_json(header, events),
+        "JS": _asset("viewer.js"),
+    }
+    # One pass over the template alone: text substituted in is never scanned again.
+    return _PLACEHOLDER.sub(lambda m: parts[m[1]], _asset("viewer.html"))
+
+
+def write_viewer(header: dict[str, Any], events: list[dict[str, Any]], path: str | Path) -> None:
+    """Write the viewer page for a trace to `path` (UTF-8)."""
+    Path(path).write_text(viewer_html(header, events), encoding="utf-8")
