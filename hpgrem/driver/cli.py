@@ -97,6 +97,9 @@ def _parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     i.add_argument("file")
     i.add_argument("--after", metavar="PASS", help="print the graph right after this pass (default: after all passes and analyses)")
+    i.add_argument("--trace", nargs="?", const="-", metavar="OUT", help="instead of the graph, list what each "
+                   "pass rewrote (rule, node before and after, source span; docs/trace.md): as text, or "
+                   "to OUT (JSON lines when it ends in .jsonl); put it after FILE")
     i.add_argument("--goal")
     add_opt(i)
 
@@ -419,8 +422,28 @@ def cmd_check(args) -> int:
 
 def cmd_ir(args) -> int:
     from hpgrem.printer import module_text
+    if args.trace is not None:
+        return _compile_trace(args)
     module = load_module(args)
     sys.stdout.write(module_text(module))
+    return EXIT_OK
+
+
+def _compile_trace(args) -> int:
+    """`hpgrem ir FILE --trace [OUT]`: the passes' rewrites as text, or JSON lines to OUT.jsonl."""
+    from hpgrem.ir.rewrite import RewriteLog, recording
+    out = None if args.trace == "-" else args.trace
+    if out is not None:
+        check_output(out)
+    log = RewriteLog()
+    with recording(log):
+        load_module(args)
+    if out is not None and out.lower().endswith(".jsonl"):
+        write_output(out, log.jsonl({"program": args.file, "opt": args.opt}))
+    elif out is not None:
+        write_output(out, log.text())
+    else:
+        sys.stdout.write(log.text())
     return EXIT_OK
 
 

@@ -58,7 +58,6 @@ PASS_TABLE: dict[str, str | type] = {
     "ml-batch-counts": "hpgrem.passes.ml_batch_counts:MLBatchCounts",
     "aggregate": "hpgrem.passes.aggregate:Aggregate",
     "tensor-autodiff": "hpgrem.passes.autodiff:TensorAutodiff",
-    "tensor-autodiff": "hpgrem.passes.autodiff:TensorAutodiff",
     "tensor-data-parallel": "hpgrem.passes.data_parallel:DataParallel",
 }
 
@@ -247,8 +246,20 @@ def _applies(p: Pass, module: Module) -> bool:
 
 
 def _run(p: Pass, module: Module, current: set[str]) -> Module:
-    """`p` applied to `module`; `current` (the analyses whose notes are true) updated."""
-    out = p.apply(module)
+    """`p` applied to `module`; `current` (the analyses whose notes are true) updated. While a
+    compile trace records (hpgrem.ir.rewrite.recording), what an optimizing pass changed is
+    written to it."""
+    from hpgrem.ir.rewrite import active_log
+
+    log = active_log()
+    if log is None:
+        out = p.apply(module)
+    else:
+        log.pass_name = p.name
+        mark = len(log.entries)
+        out = p.apply(module)
+        if p.name not in ANALYSIS_TABLE and out is not module:
+            _log_changes(log, mark, p, module, out)
     if p.name in ANALYSIS_TABLE:
         current.add(p.name)
     if out is module:
@@ -261,6 +272,34 @@ def _run(p: Pass, module: Module, current: set[str]) -> Module:
     invalidated = set(ANALYSIS_TABLE) - set(getattr(p, "preserves", ())) - {p.name}
     current -= invalidated
     return _forget(out, invalidated, getattr(p, "dialects", None))
+
+
+def _log_changes(log, mark: int, p: Pass, before: Module, after: Module) -> None:
+    """Write to the compile trace `log` what pass `p` changed from `before` to `after`: where
+    its rewrite rules recorded nothing since entry `mark`, the rules it added, changed or
+    removed, compared rule by rule; and the notes it set."""
+    from hpgrem.ir.rewrite import node_text
+
+    if len(log.entries) == mark:
+        for key, rule in after.rules.items():
+            old = before.rules.get(key)
+            if old is None:
+                log.add("added", key, "", node_text(rule), rule.span)
+            elif old is not rule:
+                log.add("rule", key, node_text(old), node_text(rule), rule.span)
+        for key, rule in before.rules.items():
+            if key not in after.rules:
+                log.add("removed", key, node_text(rule), "", rule.span)
+    own = f"{p.name}."
+    for key, notes in after.annotations.items():
+        old = before.annotations.get(key, {})
+        if notes is old:
+            continue
+        rule = after.rules.get(key)
+        for name, value in notes.items():
+            if name.startswith(own) and (name not in old or old[name] != value):
+                log.add("note", key, f"{name}={old[name]!r}" if name in old else "", f"{name}={value!r}",
+                        getattr(rule, "span", None))
 
 
 def annotated(module: Module, owner: Pass, notes: dict[str, dict[str, object]]) -> Module:

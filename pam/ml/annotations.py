@@ -59,6 +59,7 @@ class Annotations:
         # ml-batch-counts (hpgrem/passes/ml_batch_counts.py): count calls of direct code per block
         self.batch_counts = module.annotation(ir.MODULE_FACTS, "ml-batch-counts.calls") == "block"
         self.poll = True  # check the limits when counts pass POLL (`generate`)
+        self.trace = False  # the traced mode: reductions inside compiled code are reported (`generate`)
         for key, fn in module.rules.items():
             self.overflow.update(overflow_checks(fn, module.annotation(key, "ml-ranges.overflow")))
         for key, info in self.info.items():

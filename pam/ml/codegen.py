@@ -120,9 +120,11 @@ class FunctionCompiler:
         direct = self.mode == "direct"
         head = f"def {self.py_name}({', '.join((['d'] if direct else []) + params)}):"
         out = self.out
-        if self.mode in ("direct", "bounded") and not self.a.batch_counts:
-            # a call counts as a reduction (each further iteration of its loop too)
-            out.emit(TICK if self.a.poll else "calls[0] += 1")
+        if self.mode in ("direct", "bounded"):
+            if not self.a.batch_counts:
+                # a call counts as a reduction (each further iteration of its loop too)
+                out.emit(TICK if self.a.poll else "calls[0] += 1")
+            self.traced(self.local_params())
         if self.info.loop:
             out.emit("while True:")
             out.depth += 1
@@ -134,6 +136,25 @@ class FunctionCompiler:
             out.depth = 1
             out.emit("if 0: yield")
         return "\n\n".join(["\n".join([head, *out.lines]), *self.helpers])
+
+    def local_params(self) -> str:
+        """The function's parameters as a Python tuple (their values now)."""
+        params = [self.local(p) for p in self.fn.params]
+        return f"({''.join(p + ', ' for p in params)})"
+
+    def traced(self, values: str) -> None:
+        """In the traced mode (pam/ml/tracing.py), after the count of a reduction made inside this
+        code (a call of direct code, a loop's next round; `values` None: a `while` round): its
+        rewrite event, with the frame's place (`d` for direct code, -1 for the task's top frame)."""
+        if self.a.trace:
+            self.out.emit(f"rw({self.info.py[1:]}, {self.place()}, {values})")
+
+    def place(self) -> str:
+        """Where this code's frame is, below the task's top frame: direct code's depth (batched
+        counts count `d` down from DEPTH), -1 for the top frame itself (a generator's)."""
+        if self.mode == "direct":
+            return f"{DEPTH} - d" if self.a.batch_counts else "d"
+        return "-1" if self.mode == "gen" else "0"
 
     # ---- code nested too deeply for one Python function --------------------------------------
     def too_deep(self, e) -> bool:
@@ -180,6 +201,7 @@ class FunctionCompiler:
         if params:
             self.out.emit(f"{', '.join(params)}, = {r}.args")
         self.out.emit(TICK)
+        self.traced(self.local_params())
         self.out.emit("continue")
         self.out.depth -= 1
         self.out.emit(f"return {r}")
@@ -219,6 +241,7 @@ class FunctionCompiler:
                     self.count_call(False)
                 else:
                     out.emit(TICK)
+                self.traced(self.local_params())
                 out.emit("continue")
             else:
                 out.emit(f"return {self.call_text(callee, args)[1]}")
@@ -308,6 +331,7 @@ class FunctionCompiler:
         out.depth += 1
         self.blocks += 1
         out.emit(TICK)
+        self.traced("None")
         self.open_count()
         c = self.expr(e.cond)
         out.emit(f"if not {c}: break")
@@ -611,7 +635,7 @@ class FunctionCompiler:
                 args = [self.atom(a) for a in args]
                 text = ", ".join(args)
             return "value", (f"({callee.py}_d(d + 1, {text}) if d < {DEPTH} "
-                             f"else nested({callee.py}({text})))")
+                             f"else nested({callee.py}({text}), 1))")  # 1: the call is not counted yet
         if callee.direct and self.mode == "gen" and not self.info.direct:
             return "value", f"{callee.py}_d(0, {text})"
         return "gen", f"{callee.py}({text})"
@@ -702,21 +726,30 @@ def _atomic(x: str) -> bool:
     return x.lstrip("-").isdigit()
 
 
-def heap_entry(info: FunctionInfo) -> str:
+def heap_entry(info: FunctionInfo, trace: bool) -> str:
     """`f_n`, the twin `f_d`'s stand-in where the countdown `d` is 0 (batched counts): it runs
     the call on a heap stack. Direct code whose block could not test `d` at its start (inside a
     `try`, or after a call or an effect) picks it per call, `(f_d if d else f_n)(dd, ...)`, so
     every direct function needs one, whatever else the passes found of it."""
     params = ", ".join(f"a{i}" for i in range(len(info.fn.params)))
-    return f"def {info.py}_n(d, {params}):\n    return nested({info.py}({params}))"
+    # traced: the call, counted by its caller, is reported here (`f_d` reports its own)
+    report = f"    rw({info.py[1:]}, {DEPTH} - d, ({params},))\n" if trace else ""
+    return f"def {info.py}_n(d, {params}):\n{report}    return nested({info.py}({params}))"
 
 
-def generate(module: ir.Module, poll: bool = True) -> tuple[str, Annotations, dict]:
+def generate(module: ir.Module, poll: bool = True, trace: bool = False) -> tuple[str, Annotations, dict]:
     """The Python source of every function of `module`, its analysis and its constants.
     Without `poll` (a run with no --timeout or --max-steps), batched counts (ml-batch-counts)
-    are not checked against the limits."""
+    are not checked against the limits. With `trace`, the traced mode: each reduction made
+    inside compiled code also calls `rw` (pam/ml/tracing.py) where it is made; the counts, and
+    so the schedule, are the untraced code's (no depth-bounded copies, whose depth the events
+    could not tell, but they count as their direct twins do)."""
     analysis = Annotations(module)
     analysis.poll = poll
+    if trace:
+        analysis.trace = True
+        for info in analysis.info.values():
+            info.bounded = None
     constants: dict = {}
     parts = []
     old = sys.getrecursionlimit()
@@ -727,7 +760,7 @@ def generate(module: ir.Module, poll: bool = True) -> tuple[str, Annotations, di
             if info.direct:
                 parts.append(FunctionCompiler(analysis, info, constants, "direct").source())
                 if analysis.batch_counts:
-                    parts.append(heap_entry(info))
+                    parts.append(heap_entry(info, trace))
             if info.bounded is not None:
                 parts.append(FunctionCompiler(analysis, info, constants, "bounded").source())
     finally:

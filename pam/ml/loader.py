@@ -13,20 +13,25 @@ from pam.errors import LimitExceeded
 from pam.ml import codegen
 from pam.ml.codecs import codecs
 from pam.ml.task import INNER, STARTED, MLTask, MLTaskKind, make_nested, make_step
+from pam.ml.tracing import MLTrace
 from pam.ml.values import BASIS_EXCEPTIONS, DIV, OVERFLOW, Closure, ExnCon, Packet
 
 
 class MLRuntime:
-    """A module's ML code, compiled once; `load(pe)` makes a PE's copy."""
+    """A module's ML code, compiled once; `load(pe)` makes a PE's copy. With `tracing`, the
+    traced mode (pam/ml/tracing.py): a separate compile whose code reports every reduction to
+    the PE's tracer."""
 
     # Steps a simulated PE runs between looks at its messages: one, since a step may run a whole
     # computation of direct code (fib 15: 2,000 calls); a steal request waits for no more.
     batch = 1
     encoding = "latin-1"  # an ML char is a byte: print writes it as one, as Poly/ML does
+    traces = True  # made with `tracing=True`, its code reports each reduction (pam.runtimes)
 
-    def __init__(self, module: ir.Module):
+    def __init__(self, module: ir.Module, tracing: bool = False):
         self.module = module
-        self.source, self.analysis, self.constants = codegen.generate(module)
+        self.tracing = tracing
+        self.source, self.analysis, self.constants = codegen.generate(module, trace=tracing)
         self.code = compile(self.source, "<hpgrem ml>", "exec")
         self.unpolled = None  # (code, constants) without limit checks, made when a run has no limits
         self.places: dict[int, MLPlace] = {}  # by PE number
@@ -37,12 +42,14 @@ class MLRuntime:
 
         calls, banked = [0], [0]
         tick = _ticker(pe, calls, banked, timeout)
+        trace = MLTrace(pe.tracer, self.analysis.info) if self.tracing and pe.tracer is not None else None
         ns: dict = {
-            "calls": calls, "nested": make_nested(calls, tick), "tick": tick, "Again": Again,
+            "calls": calls, "nested": make_nested(calls, tick, trace), "tick": tick, "Again": Again,
             "Packet": Packet, "ExnCon": ExnCon, "Closure": Closure,
             "G": [None] * len(self.analysis.globals),
             "ovf": _overflow, "idiv": _idiv, "imod": _imod, "rdiv": _rdiv, "assign": _assign,
             "before": _before, "eq": basis.ml_equal, "out": _printer(pe.output),
+            "rw": _untraced if trace is None else trace.inline,
         }
         for name, con in BASIS_EXCEPTIONS.items():
             ns[f"X_{name}"] = con
@@ -51,7 +58,7 @@ class MLRuntime:
         if timeout is None and pe.max_steps is None:
             # No limit to check: direct code's counts need no look at the clock.
             if self.unpolled is None:
-                source, _, unpolled_constants = codegen.generate(self.module, poll=False)
+                source, _, unpolled_constants = codegen.generate(self.module, poll=False, trace=self.tracing)
                 self.unpolled = compile(source, "<hpgrem ml>", "exec"), unpolled_constants
             code, constants = self.unpolled
         deferred = []
@@ -70,7 +77,9 @@ class MLRuntime:
                 ns[name] = Closure(fn, (), fkey, info.gen, info.pure)
             else:
                 ns[name] = _closure_maker(fn, fkey, info.gen, info.pure)
-        step = make_step(pe, basis.exn_message, calls, banked)
+        if trace is not None:
+            trace.bind(ns)
+        step = make_step(pe, basis.exn_message, calls, banked, trace)
         place = self.places[pe.number] = MLPlace(self, ns, step)
         if pe.net is not None:
             pe.net.add_kind(MLTaskKind(place))
@@ -135,6 +144,10 @@ class MLPlace:
         g = self.globals
         for i, v in pairs:
             g[i] = v
+
+
+def _untraced(index: int, place: int, values) -> None:
+    """`rw` of traced code loaded on a PE that has no tracer: nothing to report."""
 
 
 def _closure_maker(fn, key: str, gen: bool, pure: bool):

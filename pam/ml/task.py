@@ -75,20 +75,23 @@ class MLTaskKind:
         return MLTask(step, thunk, result, site)
 
 
-def make_nested(calls: list, tick):
+def make_nested(calls: list, tick, trace=None):
     """The driver of direct code that went deeper than Python recursion may: it runs a frame
     stack on the heap to the end (direct functions never fork) and returns the result or
-    raises the exception. `calls[0]` counts its transitions as the direct code counts calls,
-    and `tick()` checks the limits now and then."""
+    raises the exception. `calls[0]` counts its applications (calls and tail calls) as direct
+    code counts calls, and `tick()` checks the limits now and then. `entered` is 1 when the
+    caller has not counted the application of `gen` itself. With `trace` (pam/ml/tracing.py)
+    each application is a rewrite event."""
     GEN = GeneratorType
 
-    def nested(gen):
+    def nested(gen, entered: int = 0):
         st = [gen]
         value = exc = None
-        n = 0
+        n = entered
+        if trace is not None and entered:
+            trace.nested(gen, 1)
         while True:
-            n += 1
-            if not n & 16383:
+            if n > 16383:
                 calls[0] += n
                 n = 0
                 tick()
@@ -103,6 +106,9 @@ def make_nested(calls: list, tick):
                 if type(v) is GEN:
                     st[-1] = gen = v
                     value = None
+                    n += 1
+                    if trace is not None:
+                        trace.nested(v, len(st))
                     continue
                 st.pop()
                 if not st:
@@ -123,24 +129,30 @@ def make_nested(calls: list, tick):
                 st.append(r)
                 gen = r
                 value = None
+                n += 1
+                if trace is not None:
+                    trace.nested(r, len(st))
     return nested
 
 
-def make_step(pe, describe, calls: list, banked: list):
+def make_step(pe, describe, calls: list, banked: list, trace=None):
     """The `proc` of ML tasks on `pe`; `describe(packet)` is the text of an uncaught exception.
     Direct code counts its calls in `calls[0]`, and `tick` moves them to `banked[0]` now and
-    then (pam/ml/loader.py)."""
+    then (pam/ml/loader.py). With `trace` (pam/ml/tracing.py) every application is also a
+    rewrite event."""
     GEN = GeneratorType
     stats = pe.stats
     ready = pe.ready
 
-    def account(transitions: int) -> None:
-        """The PE loop counts one reduction per step; a step made `transitions` of them, and
-        direct code counted its calls."""
-        transitions += calls[0] + banked[0]
+    def account(transitions: int, applied: int, stepped: int = 1) -> None:
+        """A step made `transitions` frame transitions (virtual time) and `applied` applications
+        (reductions), and direct code counted its calls. The PE loop counted the step itself as
+        one reduction when it did not suspend (`stepped`): that one is taken back, so that only
+        applications are reductions (docs/ml.md)."""
+        direct = calls[0] + banked[0]
         calls[0] = banked[0] = 0
-        stats.reductions += transitions
-        pe.instructions += transitions * TRANSITION_COST
+        stats.reductions += applied + direct - stepped
+        pe.instructions += (transitions + direct) * TRANSITION_COST
 
     def finish(t, ok: bool, v):
         if t.result is None:
@@ -154,6 +166,9 @@ def make_step(pe, describe, calls: list, banked: list):
     def step(t):
         st = t.stack
         value, exc = t.value, t.exc
+        applied = 0
+        if trace is not None:
+            trace.task = t
         if t.pending is not None:  # a join that waits for a child's result
             r = t.pending.result
             if r.val is None:
@@ -166,17 +181,21 @@ def make_step(pe, describe, calls: list, banked: list):
                 exc = v
         elif not st:  # a forked task starts: apply its thunk
             if t.state == CANCELLED:
+                stats.reductions -= 1  # the PE loop counted the step; nothing was applied
                 return None
             t.state = STARTED
             c = t.thunk
+            applied = 1
+            if trace is not None:
+                trace.thunk(c, 0, False)
             try:
                 v = c.fn(*c.env, ())
             except Packet as p:
                 p.__traceback__ = None
-                account(0)
+                account(0, 1)
                 return finish(t, False, p)
             if not c.gen:
-                account(0)
+                account(0, 1)
                 return finish(t, True, v)
             st.append(v)
         gen = st[-1]
@@ -193,10 +212,13 @@ def make_step(pe, describe, calls: list, banked: list):
                 if type(v) is GEN:  # a tail call: the callee replaces the frame
                     st[-1] = gen = v
                     value = None
+                    applied += 1
+                    if trace is not None:
+                        trace.call(v, len(st) - 1)
                     continue
                 st.pop()
                 if not st:
-                    account(INNER - n)
+                    account(INNER - n, applied)
                     return finish(t, True, v)
                 gen = st[-1]
                 value = v
@@ -204,7 +226,7 @@ def make_step(pe, describe, calls: list, banked: list):
                 p.__traceback__ = None
                 st.pop()
                 if not st:
-                    account(INNER - n)
+                    account(INNER - n, applied)
                     return finish(t, False, p)
                 gen = st[-1]
                 exc = p
@@ -214,6 +236,9 @@ def make_step(pe, describe, calls: list, banked: list):
                     st.append(r)
                     gen = r
                     value = None
+                    applied += 1
+                    if trace is not None:
+                        trace.call(r, len(st) - 1)
                 else:
                     kind, arg = r
                     value = None
@@ -221,12 +246,18 @@ def make_step(pe, describe, calls: list, banked: list):
                         child = MLTask(step, arg, Var(), t.site)
                         pe.push(child)
                         value = child
+                        applied += 1
+                        if trace is not None:
+                            trace.fork(child, len(st) - 1)
                     elif kind == JOIN:
                         if arg.state == UNSTARTED:  # no one took it: run it here
                             arg.state = CANCELLED
                             if ready and ready[-1] is arg:  # usually the newest: drop it now
                                 ready.pop()
                             c = arg.thunk
+                            applied += 1
+                            if trace is not None:
+                                trace.thunk(c, len(st), True)
                             try:
                                 v = c.fn(*c.env, ())
                             except Packet as p:
@@ -243,7 +274,7 @@ def make_step(pe, describe, calls: list, banked: list):
                             if r.val is None:
                                 t.pending = arg
                                 t.value = t.exc = None
-                                account(INNER - n)
+                                account(INNER - n, applied, 0)
                                 return [r]
                             ok, v = r.val
                             if ok:
@@ -258,7 +289,9 @@ def make_step(pe, describe, calls: list, banked: list):
             n -= 1
             if not n or calls[0] >= INNER:  # the slice is used up (direct calls count too)
                 t.value, t.exc = value, exc
-                account(INNER - n)
+                account(INNER - n, applied)
                 return t
 
+    if trace is not None:
+        step.traced = True  # it reports its own rewrites (pam.trace)
     return step
