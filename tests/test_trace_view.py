@@ -132,11 +132,14 @@ def four_pes() -> Stream:
         s.add("send", pe, t + 1, msg=10 + k, kind="VALUE", to=0, bytes=24, hops=hops)
         s.add("idle", pe, t + 2)
         s.add("receive", 0, t + 8 + 5 * hops, msg=10 + k, kind="VALUE", **{"from": pe}, bytes=24)
-    s.add("steal", 0, 60, task=20, **{"from": 0})
-    s.add("resume", 0, 61, task=20, by="_1")
-    s.add("rewrite", 0, 62, task=20, rule="sum/3", clause=1, span=[PC, 9, 1], redex=HOSTILE,
+    s.add("resume", 0, 60, task=20, by="_1")
+    # PE 1 steals the woken goal: the victim reports it and sends it over.
+    s.add("steal", 0, 61, task=20, **{"from": 0}, to=1)
+    s.add("send", 0, 62, msg=20, kind="TASK", to=1, bytes=80, hops=1, task=20)
+    s.add("receive", 1, 70, msg=20, kind="TASK", **{"from": 0}, bytes=80, hops=1)
+    s.add("rewrite", 1, 71, task=20, rule="sum/3", clause=1, span=[PC, 9, 1], redex=HOSTILE,
           vars=["_1", "_2", "_3"], bind={"_3": "6"}, depth=1, spawn=[])
-    s.add("terminate", 0, 63, status="success", suspended=[])
+    s.add("terminate", 0, 72, status="success", suspended=[])
     return s
 
 

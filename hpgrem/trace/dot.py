@@ -63,8 +63,10 @@ class _Replay:
             self.goals[task] = _Goal(
                 task, goal, old.vars if old else on, pe, on, old.depth if old else 0
             )
-        elif kind in ("resume", "steal") and old:
+        elif kind == "resume" and old:
             old.pe, old.waits_on = pe, []
+        elif kind == "steal" and old:  # reported by the victim: "to" names the thief
+            old.pe, old.waits_on = _int(event.get("to"), pe), []
         elif kind == "fail" and _hashable(task):
             self.goals.pop(task, None)
         elif kind == "send":

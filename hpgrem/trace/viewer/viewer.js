@@ -81,7 +81,7 @@
         setTask(s, id, null);
         break;
       case "send": {
-        const moved = e.task === undefined ? undefined : s.tasks.get(e.task);
+        const moved = e.task == null ? undefined : s.tasks.get(e.task);
         if (moved && Number.isInteger(e.to) && e.to >= 0 && e.to < P) setTask(s, e.task, { ...moved, pe: e.to, st: TRANSIT });
         break;
       }
@@ -91,8 +91,8 @@
         if (moved) setTask(s, tid, { ...moved, pe, st: READY });
         break;
       }
-      case "steal":
-        if (old) setTask(s, id, { ...old, pe, st: READY });
+      case "steal": // reported by the victim ("to": the thief) or, in older streams, the thief
+        if (old) setTask(s, id, { ...old, pe: Number.isInteger(e.to) && e.to >= 0 && e.to < P ? e.to : pe, st: READY });
         break;
     }
     s.idle[pe] = e.ev === "idle" ? 1 : 0;
@@ -112,8 +112,8 @@
   let tMin = Infinity, tMax = -Infinity;
   for (let i = 0; i < N; i++) {
     const e = events[i];
-    if (e.ev === "send" && e.msg !== undefined) { sendOf.set(e.msg, i); if (e.task !== undefined) msgTask.set(e.msg, e.task); }
-    else if (e.ev === "receive" && e.msg !== undefined) recvOf.set(e.msg, i);
+    if (e.ev === "send" && e.msg != null) { sendOf.set(e.msg, i); if (e.task != null) msgTask.set(e.msg, e.task); }
+    else if (e.ev === "receive" && e.msg != null) recvOf.set(e.msg, i);
     else if (e.ev === "rewrite") {
       rewrites.push(i);
       if (isObj(e.bind)) for (const v of Object.keys(e.bind)) {
@@ -134,7 +134,7 @@
       apply(s, e);
       totalReady[i + 1] = s.totalReady; totalSusp[i + 1] = s.totalSusp;
       // The lane of this PE, and of the PE a moved or woken task belongs to, may change colour.
-      const task = e.task !== undefined ? s.tasks.get(e.task) : undefined;
+      const task = e.task != null ? s.tasks.get(e.task) : undefined;
       for (const p of task && task.pe !== pe ? [pe, task.pe] : [pe]) {
         const c = laneCode(s, p), cs = laneC[p];
         if (cs.length === 0 || cs[cs.length - 1] !== c) { laneT[p].push(t); cs.push(c); }
@@ -185,7 +185,7 @@
   // The goals to draw: the ones the event names first, then goals sharing their variables.
   function chooseGoals(s, e, side) {
     const marks = new Map();
-    if (side === "before" && e.ev === "rewrite" && e.task !== undefined) {
+    if (side === "before" && e.ev === "rewrite" && e.task != null) {
       const old = s.tasks.get(e.task);
       const redex = { id: e.task, goal: str(e.redex) || (old ? old.goal : ""), vars: strList(e.vars).length ? strList(e.vars) : old ? old.vars : [],
         pe: peOf(e), st: READY, on: [], depth: num(e.depth, 0) };
@@ -193,7 +193,7 @@
       marks.set(e.task, "redex");
     } else if (side === "after" && e.ev === "rewrite") {
       for (const sp of list(e.spawn)) if (isObj(sp) && s.tasks.has(sp.task)) marks.set(sp.task, "spawned");
-    } else if (e.task !== undefined && s.tasks.has(e.task)) marks.set(e.task, "focus");
+    } else if (e.task != null && s.tasks.has(e.task)) marks.set(e.task, "focus");
     const all = s.tasks;
     if (all.size <= MAX_GOALS) return { goals: [...all.values()], marks, hidden: 0 };
     const chosen = new Map();
@@ -299,14 +299,14 @@
       case "fail": return `${head} task ${str(e.task)}: ${str(e.goal)}`;
       case "send": return `${head} ${str(e.kind)} #${str(e.msg)} to PE ${str(e.to)}, ${num(e.bytes, 0)} bytes, ${num(e.hops, 0)} hops`;
       case "receive": return `${head} ${str(e.kind)} #${str(e.msg)} from PE ${str(e.from)}, ${num(e.bytes, 0)} bytes`;
-      case "steal": return `${head} task ${str(e.task)} from PE ${str(e.from)}`;
+      case "steal": return `${head} task ${str(e.task)} from PE ${str(e.from)}${e.to !== undefined ? " to PE " + str(e.to) : ""}`;
       case "terminate": return `${head} ${str(e.status)}`;
       default: return head;
     }
   }
   function fields(e, i) {
     const rows = [["PE", peOf(e)], ["clock t", num(e.t, 0)], ["sequence on PE", num(e.seq, 0)]];
-    if (e.task !== undefined) rows.push(["task", str(e.task)]);
+    if (e.task != null) rows.push(["task", str(e.task)]);
     switch (e.ev) {
       case "rewrite":
         rows.push(["rule", str(e.rule) + (e.clause !== undefined ? `, clause ${str(e.clause)}` : "")]);
@@ -336,11 +336,15 @@
         }
         break;
       }
-      case "steal": rows.push(["stolen from PE", str(e.from)]); break;
+      case "steal":
+        rows.push(["stolen from PE", str(e.from)]);
+        if (e.to !== undefined) rows.push(["by PE", str(e.to)]);
+        break;
       case "idle": rows.push(["state", "no ready task on this PE"]); break;
       case "terminate":
         rows.push(["status", str(e.status)]);
         if (list(e.suspended).length) rows.push(["left suspended", list(e.suspended).map(str).join(", ")]);
+        if (list(e.in_flight).length) rows.push(["messages in flight", list(e.in_flight).map(str).join(", ")]);
         break;
     }
     return rows;
