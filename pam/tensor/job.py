@@ -86,7 +86,7 @@ class TensorJob:
         self.topology = parse_topology(topology, self.pes)
         self.sim = Simulation(self.topology, costs, 0.0, seed) if self.pes > 1 and not mpi else None
         numbers = [self.comm.Get_rank()] if mpi else range(self.pes)
-        self.machines: list[PE] = []
+        self.local_pes: list[PE] = []
         for n in numbers:
             pe = PE(n, _no_output)
             if self.sim is not None:
@@ -99,8 +99,8 @@ class TensorJob:
             replica = self.runtime.replicas[n]
             replica.persistent = {v.name: np.array(params[v.name], dtype=v.dtype) for v in self.graph.params}
             replica.persistent.update({v.name: np.zeros(v.shape, v.dtype) for v in self.graph.states})
-            self.machines.append(pe)
-        self.simulated = Simulated(self.machines, self.sim, self.runtime.batch) if self.sim is not None else None
+            self.local_pes.append(pe)
+        self.simulated = Simulated(self.local_pes, self.sim, self.runtime.batch) if self.sim is not None else None
 
     def _check_params(self, params: dict[str, np.ndarray]) -> None:
         for v in self.graph.params:
@@ -135,22 +135,22 @@ class TensorJob:
         """One training step on the global `batch` ("tokens", "targets": [B, T]; each input
         that is not a scalar is split along dimension 0 among the dp ranks) with learning rate
         `lr` at step number `step` (1 for the first: Adam's bias correction)."""
-        replicas = [self.runtime.replicas[pe.number] for pe in self.machines]
-        for pe, replica in zip(self.machines, replicas):
+        replicas = [self.runtime.replicas[pe.number] for pe in self.local_pes]
+        for pe, replica in zip(self.local_pes, replicas):
             replica.start(self._feeds(pe.number, batch, lr, step))
-        before = [(pe.instructions, pe.stats.received, pe.stats.bytes_sent) for pe in self.machines]
+        before = [(pe.instructions, pe.stats.received, pe.stats.bytes_sent) for pe in self.local_pes]
         began = perf_counter()
         if self.comm is not None:
-            self._run_rank(self.machines[0], replicas[0])
+            self._run_rank(self.local_pes[0], replicas[0])
             wall = perf_counter() - began
-            rows = self._gather(self._wall_row(self.machines[0], replicas[0], wall, before[0]))
+            rows = self._gather(self._wall_row(self.local_pes[0], replicas[0], wall, before[0]))
             stats = StepStats("mpi", max(r.compute_s + r.comm_s + r.idle_s + r.loop_s for r in rows), wall,
                               sum(r.loop_share for r in rows) / len(rows), rows)
         else:
             start = 0.0
             if self.sim is None:
-                run_alone(self.machines[0])
-                end = (self.machines[0].instructions - before[0][0]) * self.costs.instruction
+                run_alone(self.local_pes[0])
+                end = (self.local_pes[0].instructions - before[0][0]) * self.costs.instruction
             else:
                 start = max(self.sim.clock)
                 self.sim.clock[:] = [start] * self.pes  # the step begins on every PE with its batch
@@ -180,7 +180,7 @@ class TensorJob:
                 return
 
     def _check_done(self) -> None:
-        left = [(pe.number, t.describe()) for pe in self.machines for t in list(pe.suspended)[:3]]
+        left = [(pe.number, t.describe()) for pe in self.local_pes for t in list(pe.suspended)[:3]]
         if left:
             raise RuntimeError(f"the step ended with tasks still waiting: {left}")
 
@@ -190,7 +190,7 @@ class TensorJob:
         rows = []
         outside = sum(r.clock.kernel_wall + r.clock.comm_wall for r in replicas)
         share = max(0.0, wall - outside) / wall if wall > 0 else 0.0
-        for pe, r, (instructions, received, sent) in zip(self.machines, replicas, before):
+        for pe, r, (instructions, received, sent) in zip(self.local_pes, replicas, before):
             k = r.clock
             handled = (pe.stats.received - received) * handling
             busy = (pe.instructions - instructions) * c.instruction + handled
@@ -211,7 +211,7 @@ class TensorJob:
 
     def parameters(self) -> dict[str, np.ndarray]:
         """The full parameters (the same on every PE), by name."""
-        replica = self.runtime.replicas[self.machines[0].number]
+        replica = self.runtime.replicas[self.local_pes[0].number]
         return {v.name: replica.persistent[v.name] for v in self.graph.params}
 
     def close(self) -> None:
