@@ -104,6 +104,7 @@ class Net:
         self.steal_after = 0.0
         self.backoff = STEAL_BACKOFF[0]
         self.victim = self.rng.randrange(len(topology.neighbours(pe.number)) or 1)
+        self.tracer = None  # the PE's recorder in a traced run (pam.trace)
 
     # -- what the runtimes register ----------------------------------------------------------
     def add_kind(self, kind: TaskKind) -> None:
@@ -142,7 +143,9 @@ class Net:
         stats.bytes_sent += nbytes
         by_kind = stats.bytes_by_kind
         by_kind[kind] = by_kind.get(kind, 0) + nbytes
-        self.transport.send(Message(kind, self.pe.number, dst, payload, [self.pe.number], nbytes))
+        me = self.pe.number
+        trace = None if self.tracer is None else self.tracer.send(kind, dst, nbytes, self.topology.hops(me, dst))
+        self.transport.send(Message(kind, me, dst, payload, [me], nbytes, trace))
 
     # -- global names -------------------------------------------------------------------------
     def export_var(self, var: Var) -> GlobalRef:
@@ -325,6 +328,8 @@ class Net:
         sends its own task away just ends (returns None)."""
         kind = self.kinds[type(task)]
         self.pe.stats.exported += 1
+        if self.tracer is not None:
+            self.tracer.exporting(task)
         group_ref = None
         if task.group is not None:
             gid = self.next_ident
@@ -345,6 +350,8 @@ class Net:
         if group_ref is not None:
             task.group = AndGroup(None, [], group_ref)
             task.group.count = 1
+        if self.tracer is not None:
+            self.tracer.arrived(task, m)
         self.pe.push(task)
 
     def group_finished(self, group: AndGroup) -> None:
@@ -371,6 +378,8 @@ class Net:
     # -- stealing -----------------------------------------------------------------------------
     def idle(self) -> None:
         """No task is ready here: ask a neighbour for work, unless asked recently in vain."""
+        if self.tracer is not None:
+            self.tracer.idle()
         neighbours = self.topology.neighbours(self.pe.number)
         if self.steal_pending or not neighbours or self.now() < self.steal_after:
             return
@@ -383,6 +392,8 @@ class Net:
         task = self.spare_task()
         if task is not None:
             self.pe.stats.steals += 1
+            if self.tracer is not None:
+                self.tracer.steal(task, thief)
             self.export_task(task, thief)
             return
         onward = [p for p in self.topology.neighbours(self.pe.number) if p not in (src, thief)]
@@ -423,6 +434,8 @@ class Net:
         stats.hops += len(m.hops) - 1
         if kind not in self.control:
             self.safra.received()
+        if self.tracer is not None:
+            self.tracer.receive(m)
         handler = self.handlers.get(kind)
         if handler is None:
             raise ValueError(f"unknown message kind {kind}")

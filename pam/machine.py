@@ -79,7 +79,7 @@ class Machine:
     def __init__(self, module: Module, *, stream=None, pes: int = 1, topology: str | None = None,
                  seed: int = 0, max_steps: int | None = None, timeout: float | None = None,
                  costs: CostModel = DEFAULT, comm=None, jitter: float = 0.0, runtime: Runtime | None = None,
-                 started: float | None = None, hard_stop: bool = False):
+                 started: float | None = None, hard_stop: bool = False, trace=None):
         if module.entry is None:
             raise ValueError("the module has no entry goal")
         self.module = module
@@ -95,7 +95,8 @@ class Machine:
             pes = comm.Get_size()
         self.topology = parse_topology(topology, pes)
         self.sim = Simulation(self.topology, costs, jitter, seed) if pes > 1 and comm is None else None
-        self.runtime = runtime if runtime is not None else runtime_for(module)
+        self.runtime = runtime if runtime is not None else runtime_for(module, tracing=trace is not None)
+        self.trace = trace  # a pam.trace.Trace: every PE records its events there
         self.output = Output(stream, encoding=getattr(self.runtime, "encoding", "utf-8"))
         self.pes: list[PE] = []
         self.procs: list[dict] = []  # each PE's steps by key
@@ -113,10 +114,24 @@ class Machine:
             elif comm is not None:
                 self.transport = MPITransport(comm, self.topology)
                 pe.net = Net(pe, self.transport, self.topology, procs, seed, mpi_now)
+            if trace is not None:
+                trace.tracer(pe, self._clock(pe, started))
             procs.update(self.runtime.load(pe, timeout))
             self.pes.append(pe)
             self.procs.append(procs)
         self.pe = self.pes[0]
+
+    def _clock(self, pe, started: float | None):
+        """A traced PE's clock in microseconds: its virtual time (its simulated clock and the
+        instructions of the batch it is running), or under MPI the wall time since `started`."""
+        instruction = self.costs.instruction * 1e6
+        if self.comm is not None:
+            began = mpi_now() if started is None else started
+            return lambda: (mpi_now() - began) * 1e6
+        if self.sim is None:
+            return lambda: pe.instructions * instruction
+        clock, n = self.sim.clock, pe.number
+        return lambda: clock[n] * 1e6 + (pe.instructions - pe.tracer.mark) * instruction
 
     def run(self) -> RunResult:
         entry = self.module.entry

@@ -43,6 +43,7 @@ class PE:
         self.steps = 0
         self.instructions = 0
         self.net = None  # the PE's side of distribution (pam.distribution), None on one PE
+        self.tracer = None  # its recorder in a traced run (pam.trace), which runs `run_traced`
         # A step that loops (a self tail call run inside its step function) shares the time
         # slice: before each call meter[0] is how many more reductions it may run itself; it
         # leaves in meter[1] how many it ran, which the loop counts as reductions.
@@ -308,6 +309,96 @@ class PE:
             stats.reductions += calls - suspensions
             stats.looped += looped
             self.instructions += instructions
+        return calls
+
+    def run_traced(self, budget: int | None = None) -> int:
+        """`run` in a traced run (pam.trace): the same schedule, step for step (so the same
+        reductions, virtual time and messages), reporting each step to `self.tracer`. A step
+        that does not report its own reductions (`proc.traced`) is reported as one rewrite when
+        it commits. Kept apart from `run` so that an untraced run pays nothing for tracing."""
+        tracer = self.tracer
+        ready = self.ready
+        stats = self.stats
+        calls = 0
+        suspensions = 0
+        check_every = 4096 if budget is None else budget
+        limit = self.max_steps
+        if limit is not None:
+            limit -= self.steps
+        next_check = check_every if limit is None else min(check_every, limit)
+        deadline = None if self.deadline is None else self.deadline.at
+        meter = self.meter
+        looped = 0
+        t = None
+        tracer.mark = self.instructions
+        try:
+            while ready:
+                t = ready.pop()
+                slice_left = SLICE if next_check - calls >= SLICE else max(1, next_check - calls)
+                while True:
+                    calls += 1
+                    proc = t.proc
+                    self.instructions += proc.cost
+                    meter[0] = slice_left - 1
+                    tracer.fresh = True
+                    before = None if getattr(proc, "traced", False) else tracer.begin_task(t)
+                    r = proc(t)
+                    tracer.fresh = False
+                    if meter[1]:
+                        extra = meter[1]
+                        meter[1] = 0
+                        looped += extra
+                        calls += extra
+                        self.instructions += extra * proc.cost
+                        slice_left -= extra
+                    kind = type(r)
+                    if kind is list or kind is WaitAll:
+                        suspensions += 1
+                        if kind is list:
+                            self.park(t, r)
+                        else:
+                            self.park_all(t, r)
+                        break
+                    if before is not None:
+                        tracer.commit_task(before, r)
+                    if r is None:
+                        g = t.group
+                        if g is not None:
+                            self.finish(g)
+                        break
+                    t = r
+                    slice_left -= 1
+                    if slice_left <= 0:
+                        if calls >= next_check or t.resume_first:
+                            ready.append(t)
+                        else:
+                            ready.appendleft(t)
+                        break
+                if calls >= next_check:
+                    if limit is not None and calls >= limit:
+                        raise LimitExceeded(f"step limit reached after {self.max_steps} steps "
+                                            f"(--max-steps {self.max_steps})")
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise LimitExceeded(self.deadline.message())
+                    if budget is not None and calls >= budget:
+                        break
+                    next_check = calls + check_every
+                    if limit is not None:
+                        next_check = min(next_check, limit)
+        except ProgramFailure as failure:
+            if failure.goal is None and t is not None:
+                failure.goal = t.describe()
+                failure.span = failure.span or t.site
+            if failure.pe is None:
+                failure.pe = self.number
+            tracer.fail(t, failure.goal, failure.span)
+            raise
+        finally:
+            tracer.open.clear()  # a step stopped by a failure or a limit leaves its rewrites open
+            tracer.mark = self.instructions
+            self.steps += calls
+            stats.reductions += calls - suspensions
+            stats.looped += looped
         return calls
 
     # -- reports ------------------------------------------------------------------------------

@@ -433,6 +433,8 @@ class ClauseCode:
 
     def commit(self) -> None:
         e = self.e
+        self.rc.trace(f"TR(t, {self.rc.proc_names[self.rel.key]}, {self.code.args()}, {self.number()}, "
+                      f"{self.rc.site(self.clause.span)})")
         call = self.self_call()
         shape = self.dest_shape(call)
         d = self.shape.dest
@@ -479,9 +481,14 @@ class ClauseCode:
                 f"    if a{i}.susp is not None: wake(a{i})",
                 f"elif not put(a{i}, {x}): raise fail_output(t, {site})"]
 
+    def number(self) -> int:
+        """The clause's number in its relation, from 1 (as the trace names it)."""
+        return next(k for k, cl in enumerate(self.rel.clauses(), 1) if cl is self.clause)
+
     def done(self) -> None:
         if self.shape.loop:
             self.e("METER[1] = n")
+        self.rc.trace("TE()")
         self.e("return None")
 
     def cons_in_place(self, pat: Struct) -> None:
@@ -547,6 +554,7 @@ class ClauseCode:
                 self.inline_primitive(c)
             else:
                 tasks.append(c)
+        self.rc.trace("TB()")
         if not tasks:
             self.done()
             return
@@ -572,6 +580,7 @@ class ClauseCode:
         e(f"t.proc = {self.proc(c)}")
         e(f"t.args = {args}")
         e(f"t.site = {self.rc.site(c.span)}")
+        self.rc.trace("TK(t)")
         e("return t")
 
     def scheduled(self, c: Call, tasks: list[Call]) -> bool:
@@ -617,6 +626,7 @@ class ClauseCode:
         slice lasts; else the task holds the call and goes back to the PE."""
         e = self.e
         e(f"{', '.join(f'a{i}' for i in range(self.rel.arity))}{',' if self.rel.arity == 1 else ''} = {args}")
+        self.rc.trace(f"TL(t, {self.rc.proc_names[self.rel.key]}, {self.code.args()})")
         if self.code.loop_site == "ls":
             e(f"ls = {self.rc.site(c.span)}")
         e("if n < m:")
@@ -698,6 +708,7 @@ class ClauseCode:
     def plan_body(self, body) -> None:
         """A body with `&`: build its plan of tasks and let the PE schedule it."""
         e = self.e
+        self.rc.trace("TB()")
         e(f"spawn({self.plan(body)}, t)")
         self.done()
 

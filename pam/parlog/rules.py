@@ -32,7 +32,7 @@ from pam.task import Placed, Seq
 from pam.terms import Cons
 from pam.terms import Struct as RStruct
 from pam.terms import Var as RVar
-from pam.terms import deref, from_list, mkatom
+from pam.terms import deref, from_list, mkatom, unbound_vars
 from pam.unify import match_eq
 from pam.parlog.write import write_term
 
@@ -42,11 +42,17 @@ __all__ = ["ParlogRuntime", "RuleCompiler", "is_ground", "load", "to_runtime"]
 class RuleCompiler:
     """Generates the step functions of a module's relations. With `counting`, the code also
     counts clause tries, guard tests and enqueues into the PE's statistics (for measuring the
-    passes; it costs time, so runs are not counted by default)."""
+    passes; it costs time, so runs are not counted by default). With `tracing`, it reports each
+    reduction to the PE's tracer (pam.trace), those run inside a step too (a loop's rounds, goals
+    run in their caller's step): the same shapes, so the same schedule, with calls added at
+    each commit (`TR` as it begins, `TB` once its bindings are made, `TE` or `TK`/`TL` as it
+    ends, its goals made through a factory that records them), and no list built in place
+    (a cell whose tail is still a hole could not be written in the trace)."""
 
-    def __init__(self, module: Module, counting: bool = False):
+    def __init__(self, module: Module, counting: bool = False, tracing: bool = False):
         self.module = module
         self.counting = counting
+        self.tracing = tracing
         self.consts: dict[str, object] = {}
         self.const_names: dict[tuple, str] = {}
         self.proc_names = {key: f"R{i}" for i, key in enumerate(module.rules)}
@@ -83,6 +89,11 @@ class RuleCompiler:
         if self.counting:
             self.out(f"ST[{what!r}] += 1")
 
+    def trace(self, line: str) -> None:
+        """A line of the traced code only."""
+        if self.tracing:
+            self.out(line)
+
     # -- the module -----------------------------------------------------------------------------
     def _generate(self) -> str:
         e = self.out
@@ -91,7 +102,7 @@ class RuleCompiler:
         for name in ("Var", "Struct", "Cons", "Goal", "Seq", "Placed", "declare", "deref", "match_eq", "from_list",
                      "put", "wake", "spawn", "park_new", "push", "susp1", "fail_goal", "fail_output",
                      "arith_test", "INLINE", "PROCS", "CONSTS", "METER", "ST", "PRIMITIVE_COST", "new_cell",
-                     "RUN", "SOLO", "SPARE"):
+                     "RUN", "SOLO", "SPARE", *(("TR", "TB", "TE", "TK", "TL") if self.tracing else ())):
             e(f"{name} = RT['{name}']")
         e("globals().update(CONSTS)")
         for key, rel in self.module.rules.items():
@@ -110,6 +121,8 @@ class RuleCompiler:
             raise ValueError(f"relation {rel.key} has no granularity annotations: compile the module with "
                              "hpgrem.driver.pipeline (the machine runs no analysis of its own)")
         shape = Shape(notes, rel)
+        if self.tracing:
+            shape.dest = None
         e(f"@declare({rel.name!r}, {rel.arity}, {int(notes[COST])}, key={rel.key!r}, "
           f"exportable={bool(notes[EXPORTABLE])}, needs={rel.inputs!r})")
         e(f"def {self.proc_names[rel.key]}(t):")
@@ -124,6 +137,8 @@ class RuleCompiler:
         e.dedent()
         if shape.lift is not None:  # read by GoalKind.spare (pam/parlog/goal.py)
             e(f"{self.proc_names[rel.key]}.lift = {shape.lift!r}")
+        if self.tracing:  # it reports its own rewrites (pam.trace)
+            e(f"{self.proc_names[rel.key]}.traced = True")
 
 
 def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
@@ -150,9 +165,13 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         return ProgramFailure(f"output unification failed after commitment to the clause at "
                               f"{clause_site.line}:{clause_site.col}", t.describe(), t.site)
 
+    tracer = pe.tracer if rc.tracing else None
+    goal = Goal if tracer is None else (lambda proc, args, group, site:
+                                        tracer.spawned(Goal(proc, args, group, site)))
+
     def park_new(proc, args, group, site, waits):
         """An inline primitive that must wait becomes a suspended task of the committing goal's group."""
-        pe.park(Goal(proc, args, group, site), waits)
+        pe.park(goal(proc, args, group, site), waits)
         if group is not None:
             group.count += 1
 
@@ -193,8 +212,10 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
                 ready.append(u)
                 return
 
+    if tracer is not None:
+        run_here = traced_run_here(pe, counting)
     runtime = {
-        "Var": RVar, "Struct": RStruct, "Cons": Cons, "Goal": Goal, "Seq": Seq, "Placed": Placed,
+        "Var": RVar, "Struct": RStruct, "Cons": Cons, "Goal": goal, "Seq": Seq, "Placed": Placed,
         "declare": declare, "deref": deref,
         "match_eq": match_eq, "from_list": from_list, "put": pe.put, "wake": pe.wake,
         "spawn": pe.spawn, "park_new": park_new, "push": pe.ready.append, "susp1": susp1,
@@ -208,12 +229,79 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         "SPARE": GoalKind(getattr(getattr(pe.net.transport, "sim", None), "costs", DEFAULT)).spare
         if pe.net is not None else None,
     }
+    if tracer is not None:
+        runtime.update(trace_calls(tracer))
     namespace: dict = {}
     exec(compile(rc.source, f"<rules of {module.source}>", "exec"), namespace)
     procs.update(namespace["make"](runtime))
     # A task that travels to another PE is named by its key: primitives' too (`X = a @ 3`).
     return {**prims["procs"], **procs}
 
+
+
+def trace_calls(tracer) -> dict:
+    """What the traced code calls (RuleCompiler with `tracing`): TR(t, proc, args, clause, site)
+    as a clause commits, TB() once its bindings are made, TE() when it ends, TK(t) when the task
+    goes on as its first body goal, TL(t, proc, args) when the loop goes round with `args`."""
+    tracer.writer = write_term
+
+    def goal_text(proc, args) -> str:
+        return tracer.text(RStruct(proc.goal_name, args)) if args else proc.goal_name
+
+    def begin(t, proc, args, clause, site):
+        if tracer.trace.cut:
+            tracer.begin(t, proc.key, "", [])
+        else:
+            tracer.begin(t, proc.key, goal_text(proc, args), unbound_vars(args), clause=clause, span=site)
+
+    def round_again(t, proc, args):
+        if tracer.trace.cut:
+            tracer.continues(t)
+        else:
+            tracer.continues(t, goal_text(proc, args), unbound_vars(args))
+
+    return {"TR": begin, "TB": tracer.bound, "TE": tracer.end, "TK": tracer.continues, "TL": round_again}
+
+
+def traced_run_here(pe, counting: bool):
+    """RUN (`load`'s run_here) in a traced run, the same but for the tracer: a step it runs
+    that does not report its own rewrites (a primitive) is reported as one; a goal it parks,
+    the tracer's park reports."""
+    tracer = pe.tracer
+    meter, stats, ready = pe.meter, pe.stats, pe.ready
+
+    def run(u, g, cost):
+        while True:
+            b = meter[0] - 1
+            k = meter[1]
+            meter[0] = b
+            meter[1] = 0
+            p = u.proc
+            before = None if getattr(p, "traced", False) else tracer.begin_task(u)
+            r = p(u)
+            x = meter[1]
+            meter[0] = b - x
+            meter[1] = k + 1 + x
+            pe.instructions += (1 + x) * (p.cost - cost)
+            if type(r) is list:
+                if g is not None:
+                    g.count += 1
+                pe.park(u, r)
+                stats.reductions -= 1
+                return
+            if before is not None:
+                tracer.commit_task(before, r)
+            if r is None:
+                return
+            u = r
+            if meter[0] <= 0:
+                if g is not None:
+                    g.count += 1
+                if counting:
+                    stats.counters["enqueues"] += 1
+                ready.append(u)
+                return
+    return run
 
 
 class ParlogRuntime:
@@ -228,9 +316,11 @@ class ParlogRuntime:
                 "enqueues",  # body goals put on the ready queue by committing clauses
                 "cells_in_place")  # output list cells built in place, with no variable (dest-passing)
 
-    def __init__(self, module: Module, counting: bool = False):
+    traces = True  # its code reports its own reductions when made with `tracing` (pam.runtimes)
+
+    def __init__(self, module: Module, counting: bool = False, tracing: bool = False):
         self.module = module
-        self.compiler = RuleCompiler(module, counting)
+        self.compiler = RuleCompiler(module, counting, tracing)
         self.steps: dict[int, dict] = {}  # by PE number
 
     def load(self, pe, timeout: float | None = None) -> dict:

@@ -25,6 +25,7 @@ class Message:
     payload: object = None
     hops: list[int] = field(default_factory=list)
     nbytes: int = 8
+    trace: tuple | None = None  # in a traced run: its id and the task it carries (pam.trace)
 
 
 class Transport(Protocol):
