@@ -15,6 +15,7 @@ syntax error is a diagnostic at FILE:LINE:COL quoting the line.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -237,6 +238,9 @@ def check(config: TrainConfig) -> None:
         value = getattr(getattr(config, section), key)
         if isinstance(value, int) and value < _MINIMUM.get(key, 1):
             raise ConfigError(f"{src}: [{section}] {key} must be at least {_MINIMUM.get(key, 1)}, got {value}")
+    for key in ("lr", "weight_decay", "clip"):
+        if not math.isfinite(getattr(t, key)):
+            raise ConfigError(f"{src}: [train] {key} must be a finite number, got {getattr(t, key)}")
     if not t.lr > 0:
         raise ConfigError(f"{src}: [train] lr must be positive, got {t.lr}")
     if not t.weight_decay >= 0:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import os
 import sys
 from typing import Any
@@ -44,7 +45,8 @@ def train_parser() -> argparse.ArgumentParser:
     run.add_argument("--save", metavar="OUT.npz", help="write the final parameters (numpy .npz, GPT-2 names)")
     run.add_argument("--stats", action="store_true", help="print compute, communication and idle "
                      "time per PE on stderr")
-    run.add_argument("--flops-per-s", type=float, metavar="F", help="the per-PE rate of virtual time")
+    run.add_argument("--flops-per-s", type=_rate, metavar="F", help="each simulated PE's kernel rate "
+                     "(FLOP/s) in virtual time")
     over = p.add_argument_group("configuration keys ([section] key)")
     for section, key in keys():
         kind = key_type(section, key)
@@ -52,6 +54,17 @@ def train_parser() -> argparse.ArgumentParser:
         over.add_argument(flag_name(section, key), dest=f"{section}.{key}", type=kind, metavar=kind.__name__.upper()
                           if not extra else None, help=f"[{section}] {key}", **extra)
     return p
+
+
+def _rate(text: str) -> float:
+    """`--flops-per-s`: a finite positive number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a positive number of FLOP/s, got {text!r}")
+    return value
 
 
 def cmd_train(argv: list[str], comm) -> int:
@@ -96,7 +109,7 @@ def cmd_train(argv: list[str], comm) -> int:
     if args.save:
         write_output(args.save, _npz(result.params))
     if args.stats and result.stats is not None:
-        print(_stats_text(result.stats), file=sys.stderr)
+        print(f"statistics of the last step ({len(result.records)}):\n{_stats_text(result.stats)}", file=sys.stderr)
     return 0
 
 
