@@ -40,16 +40,24 @@ class _Goal:
 class _Replay:
     """The goals alive and the variables bound after the events applied so far."""
 
+    last_use: dict[Any, int]  # task id -> the index of the last event naming it as its task
     goals: dict[Any, _Goal] = field(default_factory=dict)
     bound: dict[str, str] = field(default_factory=dict)
     message_task: dict[Any, Any] = field(default_factory=dict)
+    applied: int = 0
 
     def apply(self, event: dict[str, Any]) -> None:
         kind, pe, task = event.get("ev"), _int(event.get("pe")), event.get("task")
         old = self.goals.get(task) if _hashable(task) else None
         if kind == "rewrite":
             depth = _int(event.get("depth"), old.depth if old else 0)
-            self.goals.pop(task, None)
+            # A task named again later goes on (an ML evaluation runs many reductions as one
+            # task); otherwise the rewrite consumed it.
+            if _hashable(task) and self.last_use.get(task, -1) > self.applied:
+                redex = _text(event.get("redex"))
+                self.goals[task] = _Goal(task, redex, _names(event.get("vars")), pe, depth=depth)
+            else:
+                self.goals.pop(task, None)
             bind = event.get("bind")
             if isinstance(bind, dict):
                 self.bound.update({str(v): _text(value) for v, value in bind.items()})
@@ -78,6 +86,7 @@ class _Replay:
             moved = self.goals.get(self.message_task.pop(event["msg"], None))
             if moved:
                 moved.pe = pe
+        self.applied += 1
 
 
 def _hashable(value: Any) -> bool:
@@ -234,7 +243,7 @@ def write_snapshots(
         print("hpgrem: note: Graphviz's dot program is not installed: writing .dot files only",
               file=sys.stderr)
     written: list[Path] = []
-    replay = _Replay()
+    replay = _Replay({e["task"]: i for i, e in enumerate(stream) if _hashable(e.get("task"))})
     done = 0
     for step in chosen:
         for event in stream[done : step - 1]:

@@ -54,6 +54,7 @@
     if (next) { s.tasks.set(id, next); count(s, next, 1); } else s.tasks.delete(id);
   }
   const msgTask = new Map(); // message id -> the task it carries
+  const lastUse = new Map(); // task id -> the index of the last event naming it as its task
   function apply(s, e) {
     const pe = peOf(e);
     const id = e.task;
@@ -61,7 +62,11 @@
     switch (e.ev) {
       case "rewrite": {
         const depth = num(e.depth, old ? old.depth : 0);
-        setTask(s, id, null);
+        // A task named again later goes on (an ML evaluation runs many reductions as one task);
+        // otherwise the rewrite consumed it.
+        if (id != null && lastUse.get(id) > s.a) {
+          setTask(s, id, { id, goal: str(e.redex), vars: strList(e.vars), pe, st: READY, on: [], depth });
+        } else setTask(s, id, null);
         s.red[pe] += 1;
         for (const sp of list(e.spawn)) {
           if (isObj(sp) && sp.task !== undefined) {
@@ -112,6 +117,7 @@
   let tMin = Infinity, tMax = -Infinity;
   for (let i = 0; i < N; i++) {
     const e = events[i];
+    if (e.task != null) lastUse.set(e.task, i);
     if (e.ev === "send" && e.msg != null) { sendOf.set(e.msg, i); if (e.task != null) msgTask.set(e.msg, e.task); }
     else if (e.ev === "receive" && e.msg != null) recvOf.set(e.msg, i);
     else if (e.ev === "rewrite") {
@@ -216,13 +222,14 @@
     const { goals, marks, hidden } = chooseGoals(s, e, side);
     goals.sort((x, y) => x.depth - y.depth || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
     const CH = 6.7, GH = 22, ROW = 62, WIDTH = 900;
-    // Goals in rows by depth, wrapped at WIDTH.
+    // Goals in rows by depth (when there are few depths), wrapped at WIDTH.
     const pos = new Map();
+    const byDepth = new Set(goals.map((g) => g.depth)).size <= 4;
     let x = 10, y = 10, lastDepth = null, right = 0;
     for (const g of goals) {
       const label = clip(g.goal || `task ${g.id}`, 48);
       const w = Math.max(40, label.length * CH + 14);
-      if ((lastDepth !== null && g.depth !== lastDepth) || x + w > WIDTH) { x = 10; y += ROW; }
+      if ((byDepth && lastDepth !== null && g.depth !== lastDepth) || x + w > WIDTH) { x = 10; y += ROW; }
       lastDepth = g.depth;
       pos.set(g.id, { x, y, w, label });
       x += w + 14; right = Math.max(right, x);
