@@ -61,28 +61,34 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument("--pass-option", action="append", default=[], metavar="PASS.OPTION=VALUE",
                        help="set an option of a pass when it runs (repeatable; `hpgrem ir --help` lists them)")
 
+    def add_run(q):  # `hpgrem run`'s options, and `hpgrem trace`'s for a program
+        q.add_argument("file")
+        q.add_argument("--goal", help="run this conjunction instead of main and print its bindings "
+                       "(no final '.', e.g. --goal 'nrev([1,2,3], R)')")
+        q.add_argument("--pes", type=_pes, default=1, metavar="N",
+                       help=f"number of simulated processing elements (1 to {MAX_PES}; default 1)")
+        q.add_argument("--topology", default=None, help="mesh:RxC, torus:RxC, ring, hypercube, tree, full")
+        add_opt(q)
+        q.add_argument("--trace", metavar="OUT.jsonl", help="record the run's events (every rewrite, suspension, "
+                       "message; docs/trace.md) to OUT.jsonl")
+        q.add_argument("--trace-limit", type=_positive_int, metavar="N", help="record at most N events "
+                       "(the trace says where it was cut; the run goes on)")
+        q.add_argument("--stats", action="store_true", help="print per-PE statistics on stderr")
+        q.add_argument("--stats-json", metavar="OUT.json", help="write the statistics as JSON")
+        q.add_argument("--count", action="store_true", help="also count what the language's runtime counts, for --stats "
+                       "(PARLOG: clause tries, guard tests, enqueues, list cells built in place; ML: nothing); "
+                       "the counting costs time")
+        q.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop with status 4 after N reduction steps")
+        q.add_argument("--timeout", type=_seconds, metavar="S", help="stop with status 4 after S seconds "
+                       "of wall-clock time (under MPI, on every rank)")
+        q.add_argument("--max-memory", type=_size, metavar="SIZE", help="stop with status 4 when the "
+                       "process needs more memory than SIZE (bytes, or with a unit K, M, G: KiB, MiB, "
+                       "GiB; e.g. 512M, 2G); under MPI the bound of each rank")
+        q.add_argument("--seed", type=int, default=0, help="seed for simulated scheduling choices")
+
     r = sub.add_parser("run", help="run a program", epilog="exit status: 0 success, 1 the program "
                        "failed, 2 usage or syntax error, 3 deadlock, 4 a limit was hit, 70 internal error")
-    r.add_argument("file")
-    r.add_argument("--goal", help="run this conjunction instead of main and print its bindings "
-                   "(no final '.', e.g. --goal 'nrev([1,2,3], R)')")
-    r.add_argument("--pes", type=_pes, default=1, metavar="N",
-                   help=f"number of simulated processing elements (1 to {MAX_PES}; default 1)")
-    r.add_argument("--topology", default=None, help="mesh:RxC, torus:RxC, ring, hypercube, tree, full")
-    add_opt(r)
-    r.add_argument("--trace", metavar="OUT", help="(not available yet) record every rewrite to OUT")
-    r.add_argument("--stats", action="store_true", help="print per-PE statistics on stderr")
-    r.add_argument("--stats-json", metavar="OUT.json", help="write the statistics as JSON")
-    r.add_argument("--count", action="store_true", help="also count what the language's runtime counts, for --stats "
-                   "(PARLOG: clause tries, guard tests, enqueues, list cells built in place; ML: nothing); "
-                   "the counting costs time")
-    r.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop with status 4 after N reduction steps")
-    r.add_argument("--timeout", type=_seconds, metavar="S", help="stop with status 4 after S seconds "
-                   "of wall-clock time (under MPI, on every rank)")
-    r.add_argument("--max-memory", type=_size, metavar="SIZE", help="stop with status 4 when the "
-                   "process needs more memory than SIZE (bytes, or with a unit K, M, G: KiB, MiB, "
-                   "GiB; e.g. 512M, 2G); under MPI the bound of each rank")
-    r.add_argument("--seed", type=int, default=0, help="seed for simulated scheduling choices")
+    add_run(r)
 
     c = sub.add_parser("compile", help="compile to an HPGREM graph (.hpg)")
     c.add_argument("file")
@@ -103,9 +109,12 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("--goal")
     add_opt(i)
 
-    t = sub.add_parser("trace", help="(not available yet) render a rewrite trace")
-    t.add_argument("file")
-    t.add_argument("rest", nargs=argparse.REMAINDER)
+    t = sub.add_parser("trace", help="run a program traced, or read a trace (.jsonl), and render it",
+                       description="FILE a program: run it traced (with run's options) and render its "
+                       "trace; FILE a .jsonl trace: render it (docs/trace.md)")
+    add_run(t)
+    from hpgrem.driver.trace_cmd import add_render_options
+    add_render_options(t)
 
     sub.add_parser("train", help="train a GPT model on the tensor-graph back end (see `hpgrem train --help`)",
                    add_help=False)
@@ -229,8 +238,6 @@ def _report_warnings(compiled) -> None:
 # -- commands ----------------------------------------------------------------------------------
 def cmd_run(args) -> int:
     from pam.limits import HardStop, hard_grace
-    if args.trace:
-        raise UsageError("--trace is not available yet")
     last_resort = None
     if args.timeout is not None and _OWNS_PROCESS[0]:
         # The machine's watchdog keeps --timeout (pam.limits); this ends the process should it
@@ -283,21 +290,28 @@ def _run_machine(args, module, pes: int, comm) -> int:
 
     from pam.runtimes import runtime_for
 
+    from hpgrem.driver import trace_cmd
+    # --trace, `hpgrem trace`: the machine records its events (docs/trace.md)
+    trace = trace_cmd.start_trace(args, module, pes, comm) if trace_cmd.traced(args) else None
     # --count: code compiled to count what the passes change (the counters its runtime declares)
-    runtime = runtime_for(module, counting=True) if args.count else None
+    runtime = runtime_for(module, counting=True, tracing=trace is not None) if args.count else None
     with _loading_limits(args):  # making the machine generates and loads the program's code
         machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed, runtime=runtime,
                           max_steps=args.max_steps, timeout=args.timeout, comm=comm,
-                          started=_STARTED[0], hard_stop=_OWNS_PROCESS[0])
+                          started=_STARTED[0], hard_stop=_OWNS_PROCESS[0], trace=trace)
     try:
         result = machine.run()
     except RankAbandoned as a:
         _abandon_ranks(a, args.goal)
     except (MachineStop, MemoryError) as stop:
+        if trace is not None:
+            trace_cmd.finish_trace(args, machine, stop)
         return _report_stop(stop, args.goal)
     for line in result.bindings:
         print(line)
     sys.stdout.flush()
+    if trace is not None:
+        trace_cmd.finish_trace(args, machine, None)
     if args.stats:
         print(result.stats.table(), file=sys.stderr)
     if args.stats_json and (comm is None or comm.Get_rank() == 0):
@@ -452,7 +466,14 @@ def cmd_bench(args) -> int:
     return bench_main(args.names, as_json=args.json, opt=args.opt)
 
 
-COMMANDS = {"run": cmd_run, "compile": cmd_compile, "check": cmd_check, "ir": cmd_ir, "bench": cmd_bench}
+def cmd_trace(args) -> int:
+    from hpgrem.driver.trace_cmd import render_file
+    if args.file.lower().endswith(".jsonl"):
+        return render_file(args)
+    return cmd_run(args)
+
+
+COMMANDS = {"run": cmd_run, "trace": cmd_trace, "compile": cmd_compile, "check": cmd_check, "ir": cmd_ir, "bench": cmd_bench}
 
 
 _STARTED = [None]  # when the command (its process) started, time.monotonic(): --timeout counts from there
@@ -479,9 +500,6 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] in (["train"], ["plot"]):
         return _tensor_command(argv)
     args = _parser().parse_args(argv)
-    if args.command == "trace":
-        print(f"hpgrem: error: '{args.command}' is not available yet", file=sys.stderr)
-        return EXIT_USAGE
     status = _guard(lambda: COMMANDS[args.command](args), getattr(args, "goal", None))
     _sentinel_done(status)
     return status
