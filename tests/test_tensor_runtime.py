@@ -200,6 +200,30 @@ def test_data_parallel_under_mpiexec_trains_as_one_pe_does(ranks, tmp_path):
     assert got["stats_pes"] == ranks and got["collectives"] > 3
 
 
+def test_a_rank_that_fails_ends_the_job_under_mpiexec(tmp_path):
+    """Rank 1 fails after step 1 (and closes its job, as the trainer does): rank 0, waiting
+    in step 2 for its part, ends the job with a message instead of waiting forever."""
+    if MPIEXEC is None:
+        pytest.fail("mpiexec is not installed")
+    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, __file__, str(tmp_path / "x.npz"), "fail"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode != 0
+    assert "rank 1 left the job after 1 step(s) while rank 0 was in step 2: the job is abandoned" in r.stderr
+
+
+def _failing_rank_script() -> None:
+    from mpi4py import MPI
+
+    job = TensorJob(module("float32"), init_params(SHAPE, 3), dp=2, mpi=True)
+    try:
+        for k, b in enumerate(batches(), 1):
+            job.step(b, LR, k)
+            if MPI.COMM_WORLD.Get_rank() == 1:
+                raise RuntimeError("rank 1 fails")
+    finally:
+        job.close()
+
+
 def _ranks_script(out: str) -> None:
     """Under mpiexec: train dp = ranks in both dtypes; rank 0 writes the losses and the final
     parameters, whether every rank ended with the same parameters and loss, and the stats."""
@@ -224,4 +248,7 @@ def _ranks_script(out: str) -> None:
 
 
 if __name__ == "__main__":
-    _ranks_script(sys.argv[1])
+    if sys.argv[2:] == ["fail"]:
+        _failing_rank_script()
+    else:
+        _ranks_script(sys.argv[1])

@@ -13,6 +13,7 @@ statistics (pam.tensor.stats).
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from time import perf_counter
@@ -30,6 +31,7 @@ from pam.topology import parse_topology
 from pam.transport.sim import Simulation
 
 DATA_PARALLEL = "tensor-data-parallel"
+TAG_LEFT = 1  # on the job's control communicator: a rank has left the job after this many steps
 
 
 class LayoutError(ValueError):
@@ -62,7 +64,9 @@ class TensorJob:
                  bucket_bytes: int | None = None):
         if isinstance(dp, bool) or not isinstance(dp, int) or dp < 1:
             raise LayoutError(f"dp must be a positive integer, got {dp!r}")
-        self.comm = None
+        self.comm = self.control = None
+        self.steps_done = 0
+        self.left: dict[int, int] = {}  # rank -> the steps it had done when it left the job
         if mpi:
             from pam.transport.mpi import comm_world
             self.comm = comm_world()
@@ -81,6 +85,8 @@ class TensorJob:
         self._check_params(params)
         groups = {"dp": (tuple(range(dp)),)}
         comms = _sub_communicators(self.comm, self.graph, groups) if mpi else None
+        if mpi:
+            self.control = self.comm.Dup()
         self.runtime = TensorRuntime(self.module, kernels=kernels, flops_per_s=flops_per_s, costs=costs,
                                      comms=comms, groups=groups)
         self.topology = parse_topology(topology, self.pes)
@@ -158,6 +164,7 @@ class TensorJob:
             wall = perf_counter() - began
             stats = self._sim_stats(replicas, before, end, wall)
         self._check_done()
+        self.steps_done += 1
         for replica in replicas:
             replica.finish()
         first = replicas[0]
@@ -174,10 +181,27 @@ class TensorJob:
                 pe.run(self.runtime.batch)
             elif pending:
                 began = perf_counter()
+                self._check_peers()
                 time.sleep(IDLE_SLEEP)
                 replica.clock.idle_wall += perf_counter() - began
             else:
                 return
+
+    def _check_peers(self) -> None:
+        """While this rank waits for collectives: a peer that left the job before this step
+        (it failed, and closed its job) will never send its part, so the job is abandoned: all
+        ranks are ended with a message, rather than waiting forever."""
+        from mpi4py import MPI
+
+        status = MPI.Status()
+        while self.control.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_LEFT, status=status):
+            self.left[status.Get_source()] = self.control.recv(source=status.Get_source(), tag=TAG_LEFT)
+        gone = sorted(r for r, steps in self.left.items() if steps <= self.steps_done)
+        if gone:
+            me = self.comm.Get_rank()
+            print(f"hpgrem: error: rank {gone[0]} left the job after {self.left[gone[0]]} step(s) while rank {me} "
+                  f"was in step {self.steps_done + 1}: the job is abandoned", file=sys.stderr, flush=True)
+            self.comm.Abort(1)
 
     def _check_done(self) -> None:
         left = [(pe.number, t.describe()) for pe in self.local_pes for t in list(pe.suspended)[:3]]
@@ -215,10 +239,20 @@ class TensorJob:
         return {v.name: replica.persistent[v.name] for v in self.graph.params}
 
     def close(self) -> None:
-        """Free the sub-communicators (under mpiexec); the job cannot step after."""
+        """The job cannot step after. Under mpiexec this rank tells the others that it has
+        left after its steps (one that is still in a later step then ends the job, see
+        `_check_peers`), and frees the sub-communicators."""
+        if self.control is None:
+            return
+        me = self.comm.Get_rank()
+        sends = [self.control.isend(self.steps_done, dest=r, tag=TAG_LEFT)
+                 for r in range(self.comm.Get_size()) if r != me]
+        for request in sends:
+            request.wait()
         for comm in (self.runtime.comms or {}).values():
             comm.Free()
         self.runtime.comms = None
+        self.control = None
 
 
 def lower(module, dp: int, bucket_bytes: int | None = None):
