@@ -22,10 +22,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as the ranks' script
     sys.path.insert(0, str(ROOT))
 
-from backend.tensor.gpt import ModelShape, build_training_step, init_params  # noqa: E402
+from backend.tensor.gpt import ModelShape, build_forward, build_training_step, init_params  # noqa: E402
 from hpgrem.ir import Entry  # noqa: E402
 from hpgrem.ir.tensor import Get, Op, graph_of  # noqa: E402
-from hpgrem.passes import run_passes  # noqa: E402
+from hpgrem.passes import PassError, run_passes  # noqa: E402
+from hpgrem.serialize import dumps, loads  # noqa: E402
+from hpgrem.verify import verify  # noqa: E402
 from pam.tensor.job import LayoutError, TensorJob  # noqa: E402
 from pam.tensor.kernels import evaluate  # noqa: E402
 
@@ -144,12 +146,24 @@ def test_gradients_are_all_reduced_in_buckets_during_backward():
     assert first_reduce < last_grad
     reduced = {v.name for v in values if type(v) is Op and v.op == "allreduce"}
     assert reduced == {"loss"} | {f"grad.{p}" for p in init_params(SHAPE, 0)}
+    assert verify(lowered) == [] and loads(dumps(lowered)) == lowered
 
     def step_time(bucket_bytes: int) -> float:
         job = TensorJob(module("float64"), init_params(SHAPE, 3, "float64"), dp=2, bucket_bytes=bucket_bytes)
         return job.step(batches(1)[0], LR, 1).stats.time_s
 
     assert step_time(BUCKET) < step_time(1 << 30)
+
+
+def test_the_pass_refuses_what_it_cannot_lower():
+    def lower(m, dp=2):
+        return run_passes(m, ["tensor-data-parallel"], analyses=False, options={"tensor-data-parallel": {"dp": dp}})
+
+    with pytest.raises(PassError, match="no gradient grad.wte in the graph"):
+        lower(build_forward(SHAPE, BATCH))
+    with pytest.raises(PassError, match="already lowered for dp = 2"):
+        lower(lower(module("float32")))
+    assert lower(module("float32"), dp=1) == module("float32")
 
 
 def test_step_statistics_add_up():
