@@ -245,8 +245,8 @@ def check(config: TrainConfig) -> None:
         raise ConfigError(f"{src}: [train] lr must be positive, got {t.lr}")
     if not t.weight_decay >= 0:
         raise ConfigError(f"{src}: [train] weight_decay must be zero or positive, got {t.weight_decay}")
-    if not t.clip > 0:
-        raise ConfigError(f"{src}: [train] clip must be positive, got {t.clip}")
+    if not t.clip >= 0:
+        raise ConfigError(f"{src}: [train] clip must be zero (no clipping) or positive, got {t.clip}")
     for section, key, allowed in (("train", "dtype", DTYPES), ("parallel", "recompute", RECOMPUTE),
                                   ("parallel", "offload", OFFLOAD), ("parallel", "schedule", SCHEDULES)):
         value = getattr(getattr(config, section), key)
