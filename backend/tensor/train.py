@@ -74,20 +74,21 @@ def effective_config(config: TrainConfig, options: RunOptions) -> TrainConfig:
 def layout_pes(config: TrainConfig, options: RunOptions, comm) -> int:
     """The PEs of the run, checked against the layout (ranks = dp * tp * pp); ConfigError if
     they disagree."""
+    from pam.topology import TopologyError, parse_topology
     p = config.parallel
     need = f"dp * tp * pp = {p.dp} * {p.tp} * {p.pp} = {config.ranks}"
     if comm is not None:
-        size = comm.Get_size()
-        if options.pes is not None and options.pes != size:
-            raise ConfigError(f"--pes {options.pes} disagrees with the {size} MPI ranks")
-        if size != config.ranks:
-            raise ConfigError(f"the layout needs {need} ranks but mpiexec started {size} "
-                              f"(set --dp {size}, or run mpiexec -n {config.ranks})")
-        return size
-    pes = config.ranks if options.pes is None else options.pes
-    if pes != config.ranks:
-        raise ConfigError(f"the layout needs {need} PEs, not --pes {pes} (set --dp {pes}, or --pes {config.ranks})")
-    from pam.topology import TopologyError, parse_topology
+        pes = comm.Get_size()
+        if options.pes is not None and options.pes != pes:
+            raise ConfigError(f"--pes {options.pes} disagrees with the {pes} MPI ranks")
+        if pes != config.ranks:
+            raise ConfigError(f"the layout needs {need} ranks but mpiexec started {pes} "
+                              f"(set --dp {pes}, or run mpiexec -n {config.ranks})")
+    else:
+        pes = config.ranks if options.pes is None else options.pes
+        if pes != config.ranks:
+            raise ConfigError(f"the layout needs {need} PEs, not --pes {pes} "
+                              f"(set --dp {pes}, or --pes {config.ranks})")
     try:
         parse_topology(options.topology, pes)
     except TopologyError as e:
