@@ -90,7 +90,7 @@ def _index(step, name: str) -> int:
     ("h.0.ln_1", "inputs", ["emb", "h.1.res_2", "h.0.ln_1.bias"], "values[{i}].inputs[1]: 'h.1.res_2' is not a value defined before"),
     ("h.0.attn.core", "attrs", [["n_head", 3]], "values[{i}]: causal_attention: width 8 is not divisible by n_head 3"),
     ("h.0.attn.core", "attrs", [], "values[{i}].attrs: causal_attention needs the attribute 'n_head'"),
-    ("h.0.mlp.gelu", "attrs", [["eps", 1.0]], "values[{i}].attrs: gelu has no attribute 'eps'"),
+    ("h.0.mlp.act", "attrs", [["eps", 1.0]], "values[{i}].attrs: gelu has no attribute 'eps'"),
     ("h.0.attn.y", "index", 2, "values[{i}].index: 'h.0.attn.core' has 2 components"),
     ("h.0.attn.y", "source", "h.0.ln_1", "values[{i}].source: 'h.0.ln_1' is not a tuple-valued op"),
     ("h.0.ln_2", "name", "h.0.ln_1", "values[{i}].name: 'h.0.ln_1' is defined twice"),

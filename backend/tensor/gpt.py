@@ -94,7 +94,7 @@ def forward(b: GraphBuilder, shape: ModelShape, batch: int, dtype: str) -> str:
         x = b.op("add", x, proj, name=h + "res_1")
         m = b.op("layernorm", x, h + "ln_2.weight", h + "ln_2.bias", name=h + "ln_2", eps=LN_EPS)
         f = b.op("linear", m, h + "mlp.c_fc.weight", h + "mlp.c_fc.bias", name=h + "mlp.fc")
-        g = b.op("gelu", f, name=h + "mlp.gelu")
+        (g,) = b.op_parts("gelu", f, names=(h + "mlp.gelu",), name=h + "mlp.act")
         p = b.op("linear", g, h + "mlp.c_proj.weight", h + "mlp.c_proj.bias", name=h + "mlp.out")
         x = b.op("add", x, p, name=h + "res_2")
     xf = b.op("layernorm", x, "ln_f.weight", "ln_f.bias", name="ln_f", eps=LN_EPS)

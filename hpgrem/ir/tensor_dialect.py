@@ -148,6 +148,18 @@ def _grad_like(attrs, ts: list[Type]) -> Type:
     return ts[0][0], dtype
 
 
+def _gelu(attrs, ts: list[Type]) -> tuple[Type, ...]:
+    t = (ts[0][0], _float(ts[0], "the input"))
+    return t, t
+
+
+def _gelu_grad(attrs, ts: list[Type]) -> Type:
+    dtype = _same_float(ts, "dy, x and tanh")
+    if not ts[0][0] == ts[1][0] == ts[2][0]:
+        raise ShapeError(f"gelu_grad takes dy, x and tanh of one shape, not {', '.join(str(list(t[0])) for t in ts)}")
+    return ts[0][0], dtype
+
+
 def _heads(attrs, qkv: tuple[int, ...]) -> tuple[int, int, int]:
     if len(qkv) != 3 or qkv[2] % 3:
         raise ShapeError(f"causal attention takes qkv [B, T, 3C], not {list(qkv)}")
@@ -272,7 +284,9 @@ OPS: dict[str, OpSig] = {
                         "-> [K, N] summed over the leading dims"),
     "linear": OpSig(3, _linear, doc="x [..., K] @ weight [K, N] + bias [N] (GPT-2's Conv1D layout)"),
     "layernorm": OpSig(3, _layernorm, {"eps": (float, 1e-5)}, doc="LayerNorm over the last dim"),
-    "gelu": OpSig(1, _elementwise, doc="GELU, tanh approximation (GPT-2)"),
+    "gelu": OpSig(1, _gelu, tuple_valued=True,
+                  doc="x -> (GELU(x), tanh(sqrt(2/pi) (x + 0.044715 x^3))): the tanh approximation (GPT-2); "
+                      "the tanh is kept for the backward"),
     "softmax": OpSig(1, _elementwise, doc="softmax over the last dim"),
     "causal_attention": OpSig(1, _attention, {"n_head": (int, None)}, tuple_valued=True,
                               doc="qkv [B, T, 3C] -> (y [B, T, C], probs [B, H, T, T]): fused causal "
@@ -284,7 +298,7 @@ OPS: dict[str, OpSig] = {
                             doc="(dy [..., C], tokens) -> [vocab, C], rows scatter-added"),
     "layernorm_grad": OpSig(3, _layernorm_grad, {"eps": (float, 1e-5)}, tuple_valued=True,
                             doc="(dy, x, weight) -> (dx, dweight, dbias)"),
-    "gelu_grad": OpSig(2, _grad_like, doc="(dy, x) -> dx"),
+    "gelu_grad": OpSig(3, _gelu_grad, doc="(dy, x, tanh) -> dx"),
     "softmax_grad": OpSig(2, _grad_like, doc="(dy, y) -> dx, y the softmax"),
     "causal_attention_grad": OpSig(3, _attention_grad, {"n_head": (int, None)},
                                    doc="(dy, qkv, probs) -> dqkv"),

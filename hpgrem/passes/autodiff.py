@@ -159,11 +159,15 @@ def _layernorm(bw: _Backward, op: Op, attrs: dict, g: str) -> None:
         bw.contribute(inp, lambda name, i=i: bw.b.get(parts, i, name))
 
 
-def _elementwise_grad(kernel: str, use_output: bool) -> Rule:
-    def rule(bw: _Backward, op: Op, attrs: dict, g: str) -> None:
-        x = op.inputs[0]
-        bw.contribute(x, lambda name: bw.b.op(kernel, g, op.name if use_output else x, name=name))
-    return rule
+def _softmax(bw: _Backward, op: Op, attrs: dict, g: str) -> None:
+    bw.contribute(op.inputs[0], lambda name: bw.b.op("softmax_grad", g, op.name, name=name))
+
+
+def _gelu(bw: _Backward, op: Op, attrs: dict, grads: dict[int, str]) -> None:
+    if set(grads) != {0}:
+        raise NotImplementedError("tensor-autodiff: the tanh that gelu keeps is not differentiable")
+    x = op.inputs[0]
+    bw.contribute(x, lambda name: bw.b.op("gelu_grad", grads[0], x, bw.saved(op.name, 1), name=name))
 
 
 def _embedding(bw: _Backward, op: Op, attrs: dict, g: str) -> None:
@@ -190,8 +194,8 @@ def _cross_entropy(bw: _Backward, op: Op, attrs: dict, grads: dict[int, str]) ->
 
 RULES: dict[str, Rule] = {
     "add": _add, "reshape": _reshape, "matmul": _matmul, "linear": _linear, "layernorm": _layernorm,
-    "gelu": _elementwise_grad("gelu_grad", use_output=False),
-    "softmax": _elementwise_grad("softmax_grad", use_output=True),
+    "gelu": _gelu,
+    "softmax": _softmax,
     "embedding": _embedding, "causal_attention": _attention, "cross_entropy": _cross_entropy,
 }
 """The ops that can be differentiated; a tuple-valued op's rule takes {component: gradient}."""

@@ -101,10 +101,13 @@ def _linear_flops(attrs, shapes: Shapes) -> int:
 
 
 def _normalized(x, eps: float):
-    """(x - mean) * rstd and rstd, over the last dim (the biased variance, as PyTorch)."""
+    """(x - mean) * rstd and rstd [..., 1], over the last dim (the biased variance, as PyTorch)."""
     xhat = x - x.mean(axis=-1, keepdims=True)
-    var = np.mean(np.square(xhat), axis=-1, keepdims=True)
-    rstd = 1.0 / np.sqrt(var + eps)
+    rstd = np.einsum("...i,...i->...", xhat, xhat)[..., None]
+    rstd *= 1.0 / x.shape[-1]
+    rstd += eps
+    np.sqrt(rstd, out=rstd)
+    np.divide(1.0, rstd, out=rstd)
     xhat *= rstd
     return xhat, rstd
 
@@ -124,9 +127,11 @@ def _layernorm_grad(attrs, dy, x, w):
     dw = np.einsum("nc,nc->c", dy2, xhat2)
     g = dy * w
     # dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
-    dot = np.mean(g * xhat, axis=-1, keepdims=True)
-    g -= np.mean(g, axis=-1, keepdims=True)
+    dot = np.einsum("...i,...i->...", g, xhat)[..., None]
+    dot *= 1.0 / c
+    mean = g.mean(axis=-1, keepdims=True)
     xhat *= dot
+    g -= mean
     g -= xhat
     g *= rstd
     return g, dw, db
@@ -140,21 +145,32 @@ _GELU_C = 0.044715
 
 
 def _gelu(attrs, x):
-    t = np.tanh(_GELU_S * (x + _GELU_C * x * x * x))
-    t += 1.0
+    """(GELU(x), t) with t = tanh(s (x + c x^3)) = tanh(x (s + s c x^2)), kept for the backward."""
+    t = x * x
+    t *= _GELU_S * _GELU_C
+    t += _GELU_S
     t *= x
-    t *= 0.5
-    return t
+    np.tanh(t, out=t)
+    y = t + 1.0
+    y *= x
+    y *= 0.5
+    return y, t
 
 
-def _gelu_grad(attrs, dy, x):
-    x2 = x * x
-    t = np.tanh(_GELU_S * x * (1.0 + _GELU_C * x2))
+def _gelu_grad(attrs, dy, x, t):
     # d/dx 0.5 x (1 + t) = 0.5 (1 + t) + 0.5 x (1 - t^2) s (1 + 3 c x^2)
-    out = 0.5 * x * (1.0 - t * t) * (_GELU_S * (1.0 + 3 * _GELU_C * x2))
-    out += 0.5 * (1.0 + t)
-    out *= dy
-    return out
+    a = x * x
+    a *= 1.5 * _GELU_S * _GELU_C
+    a += 0.5 * _GELU_S
+    a *= x
+    sq = t * t
+    np.subtract(1.0, sq, out=sq)
+    a *= sq
+    np.multiply(t, 0.5, out=sq)
+    a += sq
+    a += 0.5
+    a *= dy
+    return a
 
 
 def _softmax_in_place(x):
@@ -189,41 +205,54 @@ def _causal_mask(t: int, dtype) -> np.ndarray:
     return mask
 
 
-def _heads(qkv, n_head: int):
-    """q, k, v as contiguous [B, H, T, D] (one copy of qkv)."""
+def _split(qkv, n_head: int):
+    """qkv [B, T, 3C] as [B, T, 3, H, D] (a view)."""
     b, t, c3 = qkv.shape
-    parts = qkv.reshape(b, t, 3, n_head, c3 // 3 // n_head).transpose(2, 0, 3, 1, 4).copy()
-    return parts[0], parts[1], parts[2]
+    return qkv.reshape(b, t, 3, n_head, c3 // 3 // n_head)
+
+
+def _transposed(x, axes) -> np.ndarray:
+    out = np.empty(tuple(x.shape[a] for a in axes), dtype=x.dtype)
+    np.copyto(out, x.transpose(axes))
+    return out
+
+
+# numpy's stacked matmul is fast when its second operand is contiguous (a transposed first
+# operand is fine): q @ k^T takes k^T as a contiguous copy, not a view.
 
 
 def _attention(attrs, qkv):
     h = attrs["n_head"]
     b, t, c3 = qkv.shape
-    q, k, v = _heads(qkv, h)
-    scores = q @ k.transpose(0, 1, 3, 2)
+    parts = _split(qkv, h)
+    q = _transposed(parts[:, :, 0], (0, 2, 1, 3))
+    scores = q @ _transposed(parts[:, :, 1], (0, 2, 3, 1))
     scores *= 1.0 / math.sqrt(c3 // 3 // h)
     scores += _causal_mask(t, qkv.dtype)
     probs = _softmax_in_place(scores)
-    y = (probs @ v).transpose(0, 2, 1, 3).reshape(b, t, c3 // 3)
-    return y, probs
+    y = np.matmul(probs, _transposed(parts[:, :, 2], (0, 2, 1, 3)), out=q)
+    return _transposed(y, (0, 2, 1, 3)).reshape(b, t, c3 // 3), probs
 
 
 def _attention_grad(attrs, dy, qkv, probs):
     h = attrs["n_head"]
     b, t, c3 = qkv.shape
     d = c3 // 3 // h
-    q, k, v = _heads(qkv, h)
-    dyh = dy.reshape(b, t, h, d).transpose(0, 2, 1, 3)
-    out = np.empty((3, b, h, t, d), dtype=qkv.dtype)
-    np.matmul(probs.transpose(0, 1, 3, 2), dyh, out=out[2])
-    dp = dyh @ v.transpose(0, 1, 3, 2)
+    parts = _split(qkv, h)
+    dyh = _transposed(dy.reshape(b, t, h, d), (0, 2, 1, 3))
+    out = np.empty((b, t, 3, h, d), dtype=qkv.dtype)
+    dv = probs.transpose(0, 1, 3, 2) @ dyh
+    dp = np.matmul(dyh, _transposed(parts[:, :, 2], (0, 2, 3, 1)))
     # the softmax's backward: ds = p * (dp - sum(dp * p)); masked entries have p = 0
-    dp -= np.einsum("bhij,bhij->bhi", dp, probs)[..., None]
+    dot = np.einsum("bhij,bhij->bhi", dp, probs)
+    dp -= dot[..., None]
     dp *= probs
     dp *= 1.0 / math.sqrt(d)
-    np.matmul(dp, k, out=out[0])
-    np.matmul(dp.transpose(0, 1, 3, 2), q, out=out[1])
-    return out.transpose(1, 3, 0, 2, 4).reshape(b, t, c3)
+    dq = dp @ _transposed(parts[:, :, 1], (0, 2, 1, 3))
+    dk = dp.transpose(0, 1, 3, 2) @ _transposed(parts[:, :, 0], (0, 2, 1, 3))
+    for i, g in enumerate((dq, dk, dv)):
+        np.copyto(out[:, :, i], g.transpose(0, 2, 1, 3))
+    return out.reshape(b, t, c3)
 
 
 def _attention_flops(attrs, shapes: Shapes) -> int:
@@ -290,17 +319,20 @@ def _adamw(attrs, p, g, m, v, scale, lr, step):
     beta1, beta2, eps, decay = attrs["beta1"], attrs["beta2"], attrs["eps"], attrs["weight_decay"]
     lr, t = float(lr), int(step)
     g = g * scale
-    new_p = p * (1.0 - lr * decay) if decay else p.copy()
-    new_m = g - m
+    new_m = g - m  # m + (1 - beta1) (g - m): torch's lerp
     new_m *= 1.0 - beta1
     new_m += m
     new_v = v * beta2
-    new_v += (1.0 - beta2) * (g * g)
-    denom = np.sqrt(new_v)
-    denom /= math.sqrt(1.0 - beta2 ** t)
+    g *= g
+    g *= 1.0 - beta2
+    new_v += g
+    denom = np.sqrt(new_v, out=g)
+    denom *= 1.0 / math.sqrt(1.0 - beta2 ** t)
     denom += eps
-    step_size = lr / (1.0 - beta1 ** t)
-    new_p -= step_size * (new_m / denom)
+    update = np.divide(new_m, denom, out=denom)
+    update *= lr / (1.0 - beta1 ** t)
+    new_p = p * (1.0 - lr * decay) if decay else p.copy()
+    new_p -= update
     return new_p, new_m, new_v
 
 
@@ -313,13 +345,13 @@ KERNELS: dict[str, Kernel] = {
     "matmul": Kernel(_matmul, _matmul_flops),
     "linear": Kernel(_linear, _linear_flops),
     "layernorm": Kernel(_layernorm, _elements(8)),
-    "gelu": Kernel(_gelu, _elements(10)),
+    "gelu": Kernel(_gelu, _elements(8)),
     "softmax": Kernel(_softmax, _elements(4)),
     "causal_attention": Kernel(_attention, _attention_flops),
     "cross_entropy": Kernel(_cross_entropy, _elements(4)),
     "embedding_grad": Kernel(_embedding_grad, lambda a, s: _size(s[0])),
     "layernorm_grad": Kernel(_layernorm_grad, _elements(16)),
-    "gelu_grad": Kernel(_gelu_grad, _elements(16)),
+    "gelu_grad": Kernel(_gelu_grad, _elements(11)),
     "softmax_grad": Kernel(_softmax_grad, _elements(4)),
     "causal_attention_grad": Kernel(_attention_grad, _attention_grad_flops),
     "cross_entropy_grad": Kernel(_cross_entropy_grad, lambda a, s: 2 * _size(s[1])),
