@@ -191,6 +191,8 @@ def test_a_layout_that_does_not_fit_is_refused():
         TensorJob(m, params, dp=2, pes=4)
     with pytest.raises(LayoutError, match="a batch of 8 .* does not divide among dp = 3"):
         TensorJob(m, params, dp=3)
+    with pytest.raises(LayoutError, match="mesh:3x3 .* 2"):
+        TensorJob(m, params, dp=2, topology="mesh:3x3")
     with pytest.raises(LayoutError, match="dp = 2 does not match the 1 MPI ranks"):
         TensorJob(m, params, dp=2, mpi=True)
     job = TensorJob(m, params, dp=2)

@@ -27,7 +27,7 @@ from pam.pe import PE
 from pam.tensor.graph import COLLECTIVES, StepGraph, step_graph
 from pam.tensor.runtime import T800_FLOPS, TensorRuntime
 from pam.tensor.stats import PEStepStats, StepStats
-from pam.topology import parse_topology
+from pam.topology import TopologyError, parse_topology
 from pam.transport.sim import Simulation
 
 DATA_PARALLEL = "tensor-data-parallel"
@@ -36,7 +36,8 @@ TAG_LEFT = 1  # on the job's control communicator: a rank has left the job after
 
 class LayoutError(ValueError):
     """A parallel layout that does not fit: dp against the PEs or MPI ranks, or against the
-    batch. The message is one line for the user (the command exits 2)."""
+    batch, or a topology that does not fit the PEs. The message is one line for the user (the
+    command exits 2)."""
 
 
 @dataclass(slots=True)
@@ -79,6 +80,10 @@ class TensorJob:
             raise LayoutError(f"dp = {dp} needs {dp} PEs, not {pes} (PEs = dp)")
         self.pes = dp
         self.dp = dp
+        try:
+            self.topology = parse_topology(topology, self.pes)
+        except TopologyError as e:
+            raise LayoutError(str(e)) from None
         self.costs = costs
         self.module = lower(module, dp, bucket_bytes)
         self.graph: StepGraph = step_graph(self.module)
@@ -89,7 +94,6 @@ class TensorJob:
             self.control = self.comm.Dup()
         self.runtime = TensorRuntime(self.module, kernels=kernels, flops_per_s=flops_per_s, costs=costs,
                                      comms=comms, groups=groups)
-        self.topology = parse_topology(topology, self.pes)
         self.sim = Simulation(self.topology, costs, 0.0, seed) if self.pes > 1 and not mpi else None
         numbers = [self.comm.Get_rank()] if mpi else range(self.pes)
         self.local_pes: list[PE] = []
