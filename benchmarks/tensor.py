@@ -102,7 +102,7 @@ def _torch(config_path: str, steps: int, dp: int) -> float:
     m, t = config.model, config.train
     dtype = getattr(torch, t.dtype)
     torch.manual_seed(t.seed)
-    model = TorchGPT(m.n_layer, m.n_head, m.d_model, m.seq_len, m.vocab).to(dtype)
+    model = torch_gpt(m.n_layer, m.n_head, m.d_model, m.seq_len, m.vocab).to(dtype)
     rank = 0
     if dp > 1:
         import torch.distributed as dist
@@ -137,7 +137,7 @@ def _torch(config_path: str, steps: int, dp: int) -> float:
     return best
 
 
-def _torch_gpt():
+def _torch_gpt_class():
     """The PyTorch GPT-2 class (defined on first use: torch is optional)."""
     import torch
     from torch import nn
@@ -181,9 +181,9 @@ def _torch_gpt():
     return GPT
 
 
-def TorchGPT(n_layer: int, n_head: int, d_model: int, seq_len: int, vocab: int):
+def torch_gpt(n_layer: int, n_head: int, d_model: int, seq_len: int, vocab: int):
     """The PyTorch model of the same shape."""
-    return _torch_gpt()(n_layer, n_head, d_model, seq_len, vocab)
+    return _torch_gpt_class()(n_layer, n_head, d_model, seq_len, vocab)
 
 
 def main(argv: list[str]) -> int:

@@ -145,8 +145,7 @@ def config_from_table(table: dict[str, Any], source: str,
         if not isinstance(body, dict):
             raise ConfigError(f"{source}: '{section}' must be a table: [{section}]")
         for key, value in body.items():
-            if key not in values[section]:
-                values[section][key] = _checked(source, section, key, value)
+            values[section][key] = _checked(source, section, key, value)
     for (section, key), value in (overrides or {}).items():
         values[section][key] = _checked(source, section, key, value)
     config = TrainConfig(**{s: SECTIONS[s](**v) for s, v in values.items()}, source=source)
