@@ -72,6 +72,7 @@ BAD_CONFIGS = [
     ("part 2 by flag", "", ["--pp", "2"], ["[parallel] pp = 2: not supported yet (part 2)"]),
     ("part 2 checkpoints", "[checkpoint]\nevery = 10\n", [], ["checkpoints are not supported yet (part 2)"]),
     ("missing data file", "", ["--data", "no-such-file.txt"], ["no-such-file.txt: no such data file"]),
+    ("unwritable metrics", "", ["--metrics", "no/such/dir/m.jsonl"], ["m.jsonl: cannot write: no such directory"]),
     ("bad flag value", "", ["--steps", "many"], ["argument --steps: invalid int value: 'many'"]),
     ("unknown flag", "", ["--stpes", "3"], ["unrecognized arguments: --stpes"]),
 ]
@@ -229,3 +230,14 @@ def test_plot_refuses_a_file_that_is_not_metrics(tmp_path, capsys):
     bad = write(tmp_path, "bad.jsonl", '{"step": 1, "loss": 2.0}\nnot json\n')
     assert main(["plot", bad, "-o", str(tmp_path / "loss.png")]) == 2
     assert "bad.jsonl:2: not a JSON line" in capsys.readouterr().err
+
+
+# -- the benchmark's measurements ------------------------------------------------------------------
+@pytest.mark.parametrize("side", ["ours", "torch"])
+def test_the_benchmark_measures_tokens_per_second(side):
+    if side == "torch":
+        pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+    r = subprocess.run([sys.executable, "-m", "benchmarks.tensor", side, TINY, "3", "1"], capture_output=True,
+                       text=True, timeout=300, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["tokens_per_s"] > 0
