@@ -8,7 +8,8 @@ one is made, so a parameter's gradient is complete as early as the backward allo
 parallel pass all-reduces it from there). The backward ops reuse what the forward kept:
 attention and cross-entropy read the probabilities their forward op returned.
 
-A graph that already holds "grad.<of>" is left as it is, so the pass may run twice.
+A graph that already holds "grad.<of>", or has no value `of`, is left as it is: the pass may
+run twice, and `-O2` (every pass) on a training step changes nothing.
 """
 
 from __future__ import annotations
