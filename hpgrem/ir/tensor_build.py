@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hpgrem.ir.core import Module
 from hpgrem.ir.tensor import STEP, TUPLE, AttrValue, Get, Graph, Input, Op, Param, State, Value
-from hpgrem.ir.tensor_dialect import OPS, ShapeError, Type, infer
+from hpgrem.ir.tensor_dialect import OPS, ShapeError, Type, infer, op_attrs
 
 
 class GraphBuilder:
@@ -36,7 +36,6 @@ class GraphBuilder:
         return v.name
 
     def _tuple_types(self, v: Op) -> tuple[Type, ...]:
-        from hpgrem.ir.tensor_dialect import op_attrs
         return infer(v.op, op_attrs(v), [self.types[n] for n in v.inputs])  # type: ignore[return-value]
 
     def fresh(self, prefix: str) -> str:

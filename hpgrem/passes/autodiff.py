@@ -41,7 +41,6 @@ class _Backward:
 
     def __init__(self, graph: Graph, of: str):
         self.b = GraphBuilder.extending(graph)
-        self.values = graph.value_map()
         self.active = _active(graph, of)
         self.pending: dict[str, int] = {}
         self.parts: dict[str, list[str]] = {}
@@ -113,7 +112,7 @@ def _active(graph: Graph, of: str) -> set[str]:
 # The rules: for an op and the gradient of its result, the contributions to its inputs
 
 
-Rule = Callable[[_Backward, Op, dict, "str | dict[int, str]"], None]
+GradRule = Callable[[_Backward, Op, dict, "str | dict[int, str]"], None]
 
 
 def _unbroadcast(bw: _Backward, g: str, x: str) -> Make:
@@ -193,7 +192,7 @@ def _cross_entropy(bw: _Backward, op: Op, attrs: dict, grads: dict[int, str]) ->
     bw.contribute(logits, lambda name: bw.b.op("cross_entropy_grad", grads[0], probs, targets, name=name))
 
 
-RULES: dict[str, Rule] = {
+RULES: dict[str, GradRule] = {
     "add": _add, "reshape": _reshape, "matmul": _matmul, "linear": _linear, "layernorm": _layernorm,
     "gelu": _gelu,
     "softmax": _softmax,
