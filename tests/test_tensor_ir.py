@@ -132,6 +132,8 @@ def test_the_command_refuses_a_bad_graph_with_exit_2(step, tmp_path):
     good.write_text(dumps(step))
     r = hpgrem("ir", str(good), "-O0")
     assert r.returncode == 0 and r.stdout == module_text(step)
+    r = hpgrem("run", str(good))
+    assert r.returncode == 2 and "a tensor graph is a training step, run by `hpgrem train CONFIG.toml`" in r.stderr
 
 
 def test_the_builder_names_the_key_of_a_shape_it_cannot_build():

@@ -276,6 +276,8 @@ def _run(args) -> int:
     pending: list = []
     with _loading_limits(args):
         module = load_module(args, pending)
+    if module.entry is None and module.dialect == "tensor":
+        raise UsageError(f"{args.file}: a tensor graph is a training step, run by `hpgrem train CONFIG.toml`")
     if module.entry is None:
         raise UsageError(f"{args.file}: nothing to run: define main (a relation of arity 0) or pass --goal")
     status = _run_machine(args, module, pes, comm)
