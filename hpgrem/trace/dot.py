@@ -187,6 +187,7 @@ def snapshot(header: dict[str, Any], replay: _Replay, step: int, event: dict[str
         " fontsize=11];"
     )
     lines.append("  node [fontname=monospace, fontsize=10];")
+    lines.append("  edge [fontname=monospace, fontsize=9];")
     var_ids: dict[str, str] = {}
     for g in goals + created:
         for v in g.vars:

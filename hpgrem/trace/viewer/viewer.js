@@ -8,6 +8,7 @@
   const SVGNS = "http://www.w3.org/2000/svg";
   const MAX_GOALS = 24; // goals drawn in one graph; the rest are counted in a note
   const MAX_ARROWS = 1500; // message arrows drawn in the timeline's window
+  const MAX_LABELS = 24; // arrows labelled (kind, bytes, hops) when no more are in the window
   const READY = 0, SUSPENDED = 1, TRANSIT = 2;
   const RUNNING = 1, IDLE = 2, WAITING = 3; // timeline lane codes
   const LANE_COLOURS = ["#ffffff", "#3d9970", "#d8dde6", "#f6c26b"];
@@ -286,12 +287,15 @@
     if (!goals.length) svgText(svg, 10, 20, "no live goals", { fill: "#5a6478" });
     return { hidden, width: right, height: Math.max(vy + 30, 40) };
   }
-  // Both graphs of a step at one scale, never magnified past a readable size.
+  // Both graphs of a step at one scale, never magnified past a readable size, each as tall as
+  // its drawing needs at that scale (within bounds).
   function fitGraphs(svgs, sizes) {
-    const w = Math.max(380, ...sizes.map((s) => s.width)), h = Math.max(120, ...sizes.map((s) => s.height));
+    const w = Math.max(700, ...sizes.map((s) => s.width)), h = Math.max(60, ...sizes.map((s) => s.height));
+    const scale = (svgs[0].clientWidth || 700) / w;
     for (const svg of svgs) {
       svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
       svg.setAttribute("preserveAspectRatio", "xMinYMin meet");
+      svg.style.height = Math.round(Math.min(340, Math.max(70, h * scale + 4))) + "px";
     }
   }
 
@@ -422,7 +426,7 @@
   const view = { t0: tMin, t1: tMax };
   let timelineImage = null;
   const LANE_LABEL = 44, AXIS = 18;
-  const laneHeight = () => Math.max(4, Math.min(18, Math.floor(260 / P)));
+  const laneHeight = () => Math.max(4, Math.min(26, Math.floor(260 / P)));
   const firstAtOrBefore = (arr, t) => { // index of the last element <= t (or 0)
     let lo = 0, hi = arr.length - 1, ans = 0;
     while (lo <= hi) { const mid = (lo + hi) >> 1; if (arr[mid] <= t) { ans = mid; lo = mid + 1; } else hi = mid - 1; }
@@ -465,7 +469,7 @@
         g.beginPath(); g.moveTo(x1, y1);
         g.lineTo(x1 - 6 * Math.cos(ang - 0.4), y1 - 6 * Math.sin(ang - 0.4));
         g.lineTo(x1 - 6 * Math.cos(ang + 0.4), y1 - 6 * Math.sin(ang + 0.4)); g.fill();
-        if (shown.length <= 60) g.fillText(m.label, (x0 + x1) / 2 + 3, (y0 + y1) / 2);
+        if (shown.length <= MAX_LABELS) g.fillText(m.label, (x0 + x1) / 2 + 3, (y0 + y1) / 2);
       }
       g.fillStyle = "#5a6478"; g.textBaseline = "alphabetic";
       const stepT = Math.pow(10, Math.floor(Math.log10(span / 6)));
