@@ -3,9 +3,9 @@
 virtual time), and `evaluate`, the sequential reference evaluator of a graph.
 
 `KERNELS[op].run(attrs, *inputs)` takes the op's complete attributes (`op_attrs(op)`: defaults
-filled in) and numpy arrays, and returns a new array, or a tuple of arrays for a tuple-valued
-op; it never writes into its inputs, and no one may write into its results (a reshape's result
-is a view of its input, a Get's the very array of the tuple). Results keep the inputs' float dtype (float32 or float64).
+filled in) and numpy arrays, and returns an array, or a tuple of arrays for a tuple-valued op,
+in the inputs' float dtype (float32 or float64). It never writes into its inputs, and no one may
+write into its results: they are new arrays, but a reshape's is a view of its input.
 `KERNELS[op].flops(attrs, input_shapes)` counts multiply-adds as two FLOPs and elementwise work
 as one per element and operation, roughly: a relative cost, not a measurement.
 
