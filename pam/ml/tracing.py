@@ -29,13 +29,14 @@ class MLTrace:
     """One PE's reporter for ML's traced code: `tracer` is the PE's (pam.trace.Tracer),
     `infos` the module's functions by key (pam.ml.annotations)."""
 
-    __slots__ = ("tracer", "task", "by_code", "by_index")
+    __slots__ = ("tracer", "task", "by_code", "by_index", "shapes")
 
     def __init__(self, tracer, infos: dict[str, FunctionInfo]) -> None:
         self.tracer = tracer
         self.task = None  # the task the PE is stepping (set by the driver at each step)
         self.by_index = {int(info.py[1:]): info for info in infos.values()}
         self.by_code: dict = {}
+        self.shapes: dict[str, tuple] = {}  # function key -> its redex's shape (`shape`)
 
     def bind(self, ns: dict) -> None:
         """Learn the generator functions of a PE's namespace, to name the frames the driver sees."""
@@ -49,7 +50,7 @@ class MLTrace:
         """The task's frame number `frame` (0: its first) is a new application: `gen`, a
         generator not started yet, whose frame holds the arguments."""
         info = self.by_code[gen.gi_code]
-        self._rewrite(info, lambda: _frame_values(gen), frame)
+        self._rewrite(info, frame, "" if self.tracer.trace.cut else self.redex(info, _frame_values(gen)))
 
     def nested(self, gen, frame: int) -> None:
         """An application `frame` frames deep on the heap stack of deep direct code (entered past
@@ -60,7 +61,7 @@ class MLTrace:
         """A thunk is applied: a forked task starting (`frame` 0), or a child nobody started taken
         back at its join (`frame`: the depth it runs at in the joining task)."""
         info = self._info_of(closure)
-        self._rewrite(info, lambda: (*closure.env, ()), frame)
+        self._rewrite(info, frame, "" if self.tracer.trace.cut else self.redex(info, (*closure.env, ())))
 
     def fork(self, child, frame: int) -> None:
         """`ForkJoin.par` of pure thunks in frame `frame`: `child`, the right thunk's task, is spawned."""
@@ -72,7 +73,7 @@ class MLTrace:
             event["depth"] = tr.depth(self.task) + frame
         tr.spawned(child)
         if event is not None:
-            event["spawn"][-1]["goal"] = redex(self._info_of(child.thunk), (*child.thunk.env, ()))
+            event["spawn"][-1]["goal"] = self.redex(self._info_of(child.thunk), (*child.thunk.env, ()))
         tr.end()
 
     def inline(self, index: int, place: int, values: tuple | None) -> None:
@@ -80,24 +81,38 @@ class MLTrace:
         (direct code's depth `d`, -1: the task's top frame), `values` its parameters (None: a
         round of a `while` loop)."""
         info = self.by_index[index]
-        frame = len(self.task.stack) + place
-        if values is None:
-            self._rewrite(info, None, frame)
+        if self.tracer.trace.cut:
+            text = ""
+        elif values is None:
+            text = f"while (in {info.fn.name})"
         else:
-            self._rewrite(info, lambda: values, frame)
+            text = self.redex(info, values)
+        self._rewrite(info, len(self.task.stack) + place, text)
 
     # -- events ------------------------------------------------------------------------------------
     def _info_of(self, closure: Closure) -> FunctionInfo:
         return self.by_index[int(closure.fn.__name__[1:])]
 
-    def _rewrite(self, info: FunctionInfo, values, frame: int) -> None:
+    def redex(self, info: FunctionInfo, values: tuple) -> str:
+        """The text of `info`'s function applied to its parameters' `values` (free variables
+        first, then the arguments): `fib 10`, `go (3, [1, 2])`."""
+        shape = self.shapes.get(info.key)
+        if shape is None:
+            shape = self.shapes[info.key] = redex_shape(info)
+        name, i, groups = shape
+        parts = [name]
+        for n in groups:
+            if n:
+                parts.append("(" + ", ".join([show(v) for v in values[i:i + n]]) + ")")
+                i += n
+            else:
+                parts.append(show(values[i], atom=True))
+                i += 1
+        return " ".join(parts)
+
+    def _rewrite(self, info: FunctionInfo, frame: int, text: str) -> None:
+        """One rewrite event of the running task (its text "" past --trace-limit: not written)."""
         tr = self.tracer
-        if tr.trace.cut:  # past --trace-limit: counted, not written
-            text = ""
-        elif values is None:
-            text = f"while (in {info.fn.name})"
-        else:
-            text = redex(info, values())
         tr.begin(self.task, info.fn.name, text, [], span=info.fn.span)
         event = tr.open[-1][0]
         if event is not None:
@@ -113,32 +128,26 @@ def _frame_values(gen) -> tuple:
     return tuple(values[n] for n in names)
 
 
-def redex(info: FunctionInfo, values: tuple) -> str:
-    """The text of `info`'s function applied to its parameters' `values` (free variables first,
-    then the arguments): `fib 10`, `go (3, [1, 2])`; a tuple argument passed flat (ml-flatten:
-    parameters `x.0`, `x.1`, ...) is shown as the tuple."""
+def redex_shape(info: FunctionInfo) -> tuple[str, int, list[int]]:
+    """How a redex of `info`'s function is written: its name, the position of its first
+    argument among its parameters, and per argument 0 (one value) or n (a tuple passed flat by
+    ml-flatten, as parameters `x.0` .. `x.n-1`, shown as the tuple)."""
     fn = info.fn
-    params = fn.params[len(fn.params) - fn.arity:]
-    values = values[len(values) - fn.arity:] if fn.arity else ()
-    args: list[str] = []
-    group: list[str] = []
+    start = len(fn.params) - fn.arity
+    groups: list[int] = []
     prefix = None
-    for name, value in zip(params, values):
+    for name in fn.params[start:]:
         head, dot, tail = name.rpartition(".")
         if dot and tail.isdigit():
-            if head != prefix and group:
-                args.append(f"({', '.join(group)})")
-                group = []
-            prefix = head
-            group.append(show(value))
-            continue
-        if group:
-            args.append(f"({', '.join(group)})")
-            group, prefix = [], None
-        args.append(show(value, atom=True))
-    if group:
-        args.append(f"({', '.join(group)})")
-    return " ".join([fn.name, *args])
+            if head == prefix:
+                groups[-1] += 1
+            else:
+                groups.append(1)
+                prefix = head
+        else:
+            groups.append(0)
+            prefix = None
+    return fn.name, start, groups
 
 
 def show(value, depth: int = 0, atom: bool = False) -> str:
@@ -147,9 +156,11 @@ def show(value, depth: int = 0, atom: bool = False) -> str:
     if depth > NEST:
         return "..."
     tp = type(value)
+    if tp is int:
+        return str(value) if value >= 0 else "~" + str(-value)
     if tp is bool:
         return "true" if value else "false"
-    if tp is int or tp is float:
+    if tp is float:
         text = repr(value)
         return "~" + text[1:] if text.startswith("-") else text
     if tp is str:
