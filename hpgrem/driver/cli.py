@@ -450,7 +450,7 @@ def _compile_trace(args) -> int:
     from hpgrem.ir.rewrite import RewriteLog, recording
     out = None if args.trace == "-" else args.trace
     if out is not None:
-        check_output(out)
+        check_output(out, (args.file,))
     log = RewriteLog()
     with recording(log):
         load_module(args)
