@@ -137,7 +137,8 @@ def _layernorm_grad(attrs, ts: list[Type]) -> tuple[Type, ...]:
     (dy, _), (x, _), (w, _) = ts
     dtype = _same_float(ts, "dy, x and weight")
     if dy != x or w != (x[-1],):
-        raise ShapeError(f"layernorm_grad takes dy and x of one shape and weight [C], not {list(dy)}, {list(x)}, {list(w)}")
+        raise ShapeError(f"layernorm_grad takes dy and x of one shape and weight [C], "
+                         f"not {list(dy)}, {list(x)}, {list(w)}")
     return (x, dtype), (w, dtype), (w, dtype)
 
 
@@ -180,7 +181,8 @@ def _attention_grad(attrs, ts: list[Type]) -> Type:
     dtype = _same_float(ts, "dy, qkv and probs")
     b, t, c = _heads(attrs, ts[1][0])
     if ts[0][0] != (b, t, c) or ts[2][0] != (b, attrs["n_head"], t, t):
-        raise ShapeError(f"causal_attention_grad: dy {list(ts[0][0])} or probs {list(ts[2][0])} do not fit qkv {list(ts[1][0])}")
+        raise ShapeError(f"causal_attention_grad: dy {list(ts[0][0])} or probs {list(ts[2][0])} "
+                         f"do not fit qkv {list(ts[1][0])}")
     return ts[1][0], dtype
 
 
@@ -196,7 +198,8 @@ def _embedding(attrs, ts: list[Type]) -> Type:
 def _embedding_grad(attrs, ts: list[Type]) -> Type:
     (dy, _), (tokens, tdt) = ts
     if tdt != "int64" or dy[:-1] != tokens:
-        raise ShapeError(f"embedding_grad takes dy [..., C] and int64 tokens [...], not {list(dy)}, {tdt}{list(tokens)}")
+        raise ShapeError(f"embedding_grad takes dy [..., C] and int64 tokens [...], "
+                         f"not {list(dy)}, {tdt}{list(tokens)}")
     return (attrs["vocab"], dy[-1]), _float(ts[0], "dy")
 
 
@@ -204,7 +207,8 @@ def _cross_entropy(attrs, ts: list[Type]) -> tuple[Type, ...]:
     (logits, _), (targets, tdt) = ts
     dtype = _float(ts[0], "logits")
     if tdt != "int64" or logits[:-1] != targets or len(logits) < 2:
-        raise ShapeError(f"cross_entropy takes logits [..., V] and int64 targets [...], not {list(logits)}, {tdt}{list(targets)}")
+        raise ShapeError(f"cross_entropy takes logits [..., V] and int64 targets [...], "
+                         f"not {list(logits)}, {tdt}{list(targets)}")
     return ((), dtype), (logits, dtype)
 
 
@@ -402,7 +406,8 @@ def graph_problems(graph: Graph, path: str) -> Iterator[str]:
             if OPS[v.op].tuple_valued:
                 tuples[v.name], kinds[v.name] = found, Op
                 if declared != ((), TUPLE):
-                    yield f"at {p}.dtype: a tuple-valued op has dtype {TUPLE!r} and shape [], not {v.dtype} {list(v.shape)}"
+                    yield (f"at {p}.dtype: a tuple-valued op has dtype {TUPLE!r} and shape [], "
+                           f"not {v.dtype} {list(v.shape)}")
                 continue
         if found != declared:
             field = "shape" if found[0] != declared[0] else "dtype"

@@ -69,7 +69,8 @@ class _Backward:
         if self.pending[x] == 0:
             total = parts[0]
             for i, p in enumerate(parts[1:], 1):
-                total = self.b.op("add", total, p, name=grad_name(x) if i == len(parts) - 1 else grad_name(x) + ".sum")
+                last = i == len(parts) - 1
+                total = self.b.op("add", total, p, name=grad_name(x) if last else grad_name(x) + ".sum")
             self.final[x] = total
 
     def saved(self, source: str, index: int) -> str:
@@ -229,6 +230,9 @@ def differentiate(module: Module, of: str = "loss") -> Module:
             grads = bw.tuple_grads.get(v.name) if v.dtype == "tuple" else g
             if grads:
                 rule(bw, v, op_attrs(v), grads)
+    unfinished = [x for x, n in bw.pending.items() if n]
+    if unfinished:  # a rule left out an input it should have contributed to
+        raise AssertionError(f"tensor-autodiff: the gradient of {unfinished[0]!r} misses contributions")
     for p in graph.params():
         name, g = grad_name(p.name), bw.grad(p.name)
         if g is None:
