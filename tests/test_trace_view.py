@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import ROOT, hpgrem
 
 from hpgrem.trace.dot import default_steps, write_snapshots
 from hpgrem.trace.html import trace_json, viewer_html, write_viewer
@@ -462,6 +463,16 @@ def test_four_pes_timeline_messages_and_counts(browser, tmp_path):
     _no_console_errors(browser)
 
 
+def test_a_cut_trace_says_so(browser, tmp_path):
+    s = parlog_stream()
+    _open(browser, s.header, s.events, tmp_path / "whole.html")
+    assert not browser.find_element("id", "cut-note").is_displayed()
+    cut = s.events[:6] + [{"ev": "end", "events": 6, "cut": True, "limit": 6}]
+    _open(browser, s.header, cut, tmp_path / "cut.html")
+    assert _text(browser, "step-count") == "6"
+    assert "cut at the limit of 6 events" in _text(browser, "cut-note")
+
+
 def test_screenshot_is_not_blank(browser, tmp_path):
     s = parlog_stream()
     _open(browser, s.header, s.end(), tmp_path / "t.html")
@@ -481,3 +492,55 @@ def test_hundred_thousand_events_load_in_the_browser(browser, tmp_path):
         _slide(browser, step)
         assert _text(browser, "step-current") == str(step)
     _no_console_errors(browser)
+
+
+# ---- the tutorial's traces (docs/teaching.md), made by the command ---------------------------
+
+def _first(events: list[dict[str, Any]], test) -> int:
+    return next(i for i, e in enumerate(events) if test(e)) + 1
+
+
+def _second_wakeup(events: list[dict[str, Any]]) -> int:
+    """The rewrite whose binding makes the second wake-up: the producer fills a slot the
+    consumer waits for."""
+    resumes = [i for i, e in enumerate(events) if e["ev"] == "resume"]
+    return resumes[1]
+
+
+TUTORIAL = {
+    "stream": (["examples/parlog/bounded_buffer.par"], _second_wakeup),
+    "fork-join": (["examples/ml/par_fib.sml", "--pes", "2", "--trace-limit", "600"],
+                  lambda events: _first(events, lambda e: e["ev"] == "rewrite" and e["pe"] == 1)),
+    "four-pes": (["examples/parlog/placement.par", "--pes", "4", "--topology", "ring"],
+                 lambda events: _first(events, lambda e: e["ev"] == "rewrite" and e["pe"] == 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TUTORIAL))
+def test_tutorial_traces_in_the_viewer(browser, tmp_path, name):
+    """The runs docs/teaching.md walks through, rendered by `hpgrem trace --html` and shown at
+    the step the tutorial discusses. With HPGREM_DOC_IMAGES=DIR the screenshots are kept there
+    (docs/images is made so)."""
+    args, pick = TUTORIAL[name]
+    page, stream = tmp_path / f"{name}.html", tmp_path / f"{name}.jsonl"
+    done = hpgrem("trace", *args, "--html", str(page), "--trace", str(stream), cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in stream.read_text().splitlines()]
+    events = lines[1:-1]
+    browser.get(page.as_uri())
+    _no_console_errors(browser)
+    assert _text(browser, "step-count") == str(len(events)) == str(lines[-1]["events"])
+    step = pick(events)
+    _slide(browser, step)
+    assert _text(browser, "step-current") == str(step)
+    browser.set_window_size(1280, 1150)
+    try:
+        browser.execute_script("window.scrollTo(0, 0)")
+        png = browser.get_screenshot_as_png()
+    finally:
+        browser.set_window_size(1280, 900)
+    assert _distinct_colours(png) > 20
+    if os.environ.get("HPGREM_DOC_IMAGES"):
+        folder = Path(os.environ["HPGREM_DOC_IMAGES"])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"viewer-{name}.png").write_bytes(png)

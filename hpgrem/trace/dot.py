@@ -54,8 +54,8 @@ class _Replay:
             # A task named again later goes on (an ML evaluation runs many reductions as one
             # task); otherwise the rewrite consumed it.
             if _hashable(task) and self.last_use.get(task, -1) > self.applied:
-                redex = _text(event.get("redex"))
-                self.goals[task] = _Goal(task, redex, _names(event.get("vars")), pe, depth=depth)
+                after = f"task {task}, after {_text(event.get('rule'))}"
+                self.goals[task] = _Goal(task, after, [], pe, depth=depth)
             else:
                 self.goals.pop(task, None)
             bind = event.get("bind")

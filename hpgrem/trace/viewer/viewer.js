@@ -11,6 +11,7 @@
   const MAX_LABELS = 24; // arrows labelled (kind, bytes, hops) when no more are in the window
   const READY = 0, SUSPENDED = 1, TRANSIT = 2;
   const RUNNING = 1, IDLE = 2, WAITING = 3; // timeline lane codes
+  const TASK_WORK = new Set(["rewrite", "suspend", "resume", "fail"]);
   const LANE_COLOURS = ["#ffffff", "#3d9970", "#d8dde6", "#f6c26b"];
 
   const isObj = (x) => x !== null && typeof x === "object" && !Array.isArray(x);
@@ -66,7 +67,7 @@
         // A task named again later goes on (an ML evaluation runs many reductions as one task);
         // otherwise the rewrite consumed it.
         if (id != null && lastUse.get(id) > s.a) {
-          setTask(s, id, { id, goal: str(e.redex), vars: strList(e.vars), pe, st: READY, on: [], depth });
+          setTask(s, id, { id, goal: `task ${str(id)}, after ${str(e.rule)}`, vars: [], pe, st: READY, on: [], depth });
         } else setTask(s, id, null);
         s.red[pe] += 1;
         for (const sp of list(e.spawn)) {
@@ -101,7 +102,10 @@
         if (old) setTask(s, id, { ...old, pe: Number.isInteger(e.to) && e.to >= 0 && e.to < P ? e.to : pe, st: READY });
         break;
     }
-    s.idle[pe] = e.ev === "idle" ? 1 : 0;
+    // A PE runs from its next reduction after an idle event; handling messages while it waits
+    // (a steal request, a value) leaves it idle.
+    if (e.ev === "idle") s.idle[pe] = 1;
+    else if (TASK_WORK.has(e.ev)) s.idle[pe] = 0;
     s.a += 1;
   }
   const laneCode = (s, p) => (s.idle[p] ? (s.susp[p] > 0 ? WAITING : IDLE) : RUNNING);
@@ -270,7 +274,7 @@
       const p = pos.get(g.id), mark = marks.get(g.id);
       const grp = el("g", { class: "goal" + (mark ? " " + mark : "") }, nodes);
       const stroke = mark === "redex" ? "#d7263d" : mark === "spawned" ? "#1b998b" : g.st === SUSPENDED ? "#f18f01" : mark === "focus" ? "#24324a" : "#7a8496";
-      const dash = g.st === SUSPENDED ? "2 2" : mark === "spawned" ? "5 3" : "";
+      const dash = g.st === SUSPENDED ? "2 2" : g.st === TRANSIT ? "8 2 2 2" : mark === "spawned" ? "5 3" : "";
       el("rect", { x: p.x, y: p.y, width: p.w, height: GH, rx: 5, fill: peColour(g.pe), stroke,
         "stroke-width": mark ? 3 : 1.3, "stroke-dasharray": dash }, grp);
       svgText(grp, p.x + 7, p.y + 15, p.label);
@@ -392,14 +396,31 @@
     }
     const g = c.getContext("2d");
     g.setTransform(r, 0, 0, r, 0, 0);
-    return { g, w, h: cssHeight };
+    return { g, w, h: cssHeight, r };
   }
-  let countsImage = null;
+  // A canvas whose unchanging drawing is kept in an offscreen copy, painted again only when `key`
+  // or the size changes; returns the visible context with that copy drawn, for what each step adds.
+  const backgrounds = new Map();
+  function withBackground(c, cssHeight, key, paint) {
+    const { g, w, h, r } = fitCanvas(c, cssHeight);
+    let bg = backgrounds.get(c);
+    if (!bg || bg.key !== key || bg.canvas.width !== c.width || bg.canvas.height !== c.height) {
+      const canvas = document.createElement("canvas");
+      canvas.width = c.width; canvas.height = c.height;
+      const b = canvas.getContext("2d");
+      b.setTransform(r, 0, 0, r, 0, 0);
+      paint(b, w, h);
+      bg = { key, canvas };
+      backgrounds.set(c, bg);
+    }
+    g.setTransform(1, 0, 0, 1, 0, 0);
+    g.clearRect(0, 0, c.width, c.height);
+    g.drawImage(bg.canvas, 0, 0);
+    g.setTransform(r, 0, 0, r, 0, 0);
+    return { g, w, h };
+  }
   function drawCounts(a) {
-    const c = $("counts");
-    const { g, w, h } = fitCanvas(c, 80);
-    if (!countsImage || countsImage.w !== w) {
-      g.clearRect(0, 0, w, h);
+    const { g, w, h } = withBackground($("counts"), 80, "counts", (g, w, h) => {
       let most = 1;
       for (let i = 0; i <= N; i++) most = Math.max(most, totalReady[i], totalSusp[i]);
       for (const [arr, colour] of [[totalReady, "#3d9970"], [totalSusp, "#f18f01"]]) {
@@ -415,8 +436,8 @@
       }
       g.fillStyle = "#5a6478"; g.font = "11px system-ui";
       g.fillText(`ready (green), suspended (orange); most ${most}`, 4, h - 1);
-      countsImage = { w, img: g.getImageData(0, 0, c.width, c.height) };
-    } else g.putImageData(countsImage.img, 0, 0);
+    });
+    g.font = "11px system-ui";
     const x = N ? (a / N) * w : 0;
     g.strokeStyle = "#d7263d"; g.lineWidth = 1; g.beginPath(); g.moveTo(x, 0); g.lineTo(x, h - 12); g.stroke();
     g.fillStyle = "#1d2330";
@@ -424,7 +445,6 @@
   }
 
   const view = { t0: tMin, t1: tMax };
-  let timelineImage = null;
   const LANE_LABEL = 44, AXIS = 18;
   const laneHeight = () => Math.max(4, Math.min(26, Math.floor(260 / P)));
   const firstAtOrBefore = (arr, t) => { // index of the last element <= t (or 0)
@@ -435,12 +455,10 @@
   function drawTimeline(i) {
     const c = $("timeline");
     const lh = laneHeight();
-    const { g, w, h } = fitCanvas(c, P * lh + AXIS + 4);
     const span = view.t1 - view.t0;
-    const px = (t) => LANE_LABEL + ((t - view.t0) / span) * (w - LANE_LABEL - 4);
-    const key = `${w} ${view.t0} ${view.t1}`;
-    if (!timelineImage || timelineImage.key !== key) {
-      g.clearRect(0, 0, w, h);
+    const scale = (w) => (t) => LANE_LABEL + ((t - view.t0) / span) * (w - LANE_LABEL - 4);
+    const { g, w } = withBackground(c, P * lh + AXIS + 4, `${view.t0} ${view.t1}`, (g, w) => {
+      const px = scale(w);
       g.font = "10px system-ui"; g.textBaseline = "middle";
       for (let p = 0; p < P; p++) {
         const y = p * lh, lane = lanes[p];
@@ -479,9 +497,9 @@
         g.fillRect(x, P * lh, 1, 4);
         g.fillText(String(+t.toPrecision(6)), x + 2, P * lh + 14);
       }
-      timelineImage = { key, img: g.getImageData(0, 0, c.width, c.height) };
-    } else g.putImageData(timelineImage.img, 0, 0);
+    });
     if (i < 0) return;
+    const px = scale(w);
     const e = events[i], x = px(num(e.t, 0)), p = peOf(e);
     g.strokeStyle = "#d7263d"; g.lineWidth = 1;
     g.beginPath(); g.moveTo(x, 0); g.lineTo(x, P * lh); g.stroke();
@@ -645,7 +663,7 @@
     const r = $("counts").getBoundingClientRect();
     go(Math.round(((ev.clientX - r.left) / r.width) * N));
   });
-  window.addEventListener("resize", () => { countsImage = null; timelineImage = null; render(); });
+  window.addEventListener("resize", render);
   if (N) go(1); else render();
   document.body.dataset.ready = "1";
   window.hpgremViewer = { steps: N, loadMs: performance.now(), go };
