@@ -249,8 +249,8 @@ def _attention(attrs, qkv):
     b, t, c3 = qkv.shape
     parts = _split(qkv, h)
     q = _transposed(parts[:, :, 0], (0, 2, 1, 3))
+    q *= 1.0 / math.sqrt(c3 // 3 // h)  # on q: T / D times fewer elements than on the scores
     scores = q @ _transposed(parts[:, :, 1], (0, 2, 3, 1))
-    scores *= 1.0 / math.sqrt(c3 // 3 // h)
     scores += _causal_mask(t, qkv.dtype)
     probs = _softmax_in_place(scores)
     y = np.matmul(probs, _transposed(parts[:, :, 2], (0, 2, 1, 3)), out=q)
