@@ -4,7 +4,8 @@ A traced run of an ML program reports one `rewrite` event per reduction that `--
 (one application: a call, a tail call, a loop's round, a thunk, a fork), per PE and in total, at
 -O0 and -O2, with the same schedule as the untraced run; every join that waits is a suspend
 followed by its resume; the stream of a small program is the same, byte for byte, on every run
-(tests/golden/trace/ml_*.jsonl; `python tests/test_trace_ml.py` records them again).
+(tests/golden/trace/ml_*: the program, its stream and its text rendering by `hpgrem trace`;
+`python tests/test_trace_ml.py` records them again).
 `hpgrem ir FILE --trace` lists what each pass rewrote.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -132,13 +134,40 @@ def test_redexes_show_values_shortened():
     assert "while (in count)" in redexes and "down 300" in redexes and "down 1" in redexes
 
 
-@pytest.mark.parametrize("name, text, opt, pes", [("ml_fib", FIB, 2, 1), ("ml_par", SMALL_PAR, 2, 2)])
-def test_golden_streams(name, text, opt, pes):
-    """The stream of a small program, byte for byte: the same on every run, and as recorded."""
-    first = traced_run(text, opt, pes, f"{name}.sml")[2]
-    again = traced_run(text, opt, pes, f"{name}.sml")[2]
-    assert first == again
-    assert "\n".join(first) + "\n" == (GOLDEN / f"{name}.jsonl").read_text()
+GOLDEN_RUNS = [("ml_fib", FIB, 2, 1), ("ml_par", SMALL_PAR, 2, 2)]
+
+
+def cli_trace(name: str, opt: int, pes: int, out: Path) -> tuple[str, str]:
+    """`hpgrem trace` of tests/golden/trace/NAME.sml: (its stream, its text on stdout)."""
+    r = hpgrem("trace", f"tests/golden/trace/{name}.sml", f"-O{opt}", "--pes", str(pes), "--trace", str(out))
+    assert r.returncode == 0, r.stderr
+    return out.read_text(), r.stdout
+
+
+@pytest.mark.parametrize("name, text, opt, pes", GOLDEN_RUNS)
+def test_golden_streams(name, text, opt, pes, tmp_path):
+    """The stream and the text of a small program, byte for byte: as recorded, and the same
+    in process as through the command."""
+    assert (GOLDEN / f"{name}.sml").read_text() == text
+    stream, shown = cli_trace(name, opt, pes, tmp_path / "t.jsonl")
+    assert stream == (GOLDEN / f"{name}.jsonl").read_text()
+    assert shown == (GOLDEN / f"{name}.txt").read_text()
+    here = traced_run(text, opt, pes, f"tests/golden/trace/{name}.sml")[2]
+    ran = [e for e in map(json.loads, stream.splitlines()[1:-1]) if e["ev"] != "terminate"]
+    assert events(here) == ran  # the command adds how the run ended
+
+
+def test_command_counts_agree_with_its_stats(tmp_path):
+    """`hpgrem trace --stats-json` on 4 PEs: the rewrites of the stream per PE are the reductions."""
+    (tmp_path / "p.sml").write_text(PAR)
+    r = hpgrem("trace", str(tmp_path / "p.sml"), "--pes", "4", "-O0", "--trace", str(tmp_path / "t.jsonl"),
+               "--stats-json", str(tmp_path / "s.json"))
+    assert r.returncode == 0, r.stderr
+    per_pe = [0] * 4
+    for line in (tmp_path / "t.jsonl").read_text().splitlines()[1:-1]:
+        e = json.loads(line)
+        per_pe[e["pe"]] += e["ev"] == "rewrite"
+    assert per_pe == [p["reductions"] for p in json.loads((tmp_path / "s.json").read_text())["per_pe"]]
 
 
 # ---- the compile trace ----------------------------------------------------------------------
@@ -187,11 +216,15 @@ def test_compile_trace_is_free_when_off():
 
 
 def record() -> None:
-    """Write the golden streams again."""
+    """Write the golden programs, streams and texts again."""
+    import tempfile
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    for name, text, opt, pes in (("ml_fib", FIB, 2, 1), ("ml_par", SMALL_PAR, 2, 2)):
-        lines = traced_run(text, opt, pes, f"{name}.sml")[2]
-        (GOLDEN / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    for name, text, opt, pes in GOLDEN_RUNS:
+        (GOLDEN / f"{name}.sml").write_text(text)
+        with tempfile.TemporaryDirectory() as tmp:
+            stream, shown = cli_trace(name, opt, pes, Path(tmp) / "t.jsonl")
+        (GOLDEN / f"{name}.jsonl").write_text(stream)
+        (GOLDEN / f"{name}.txt").write_text(shown)
 
 
 if __name__ == "__main__":

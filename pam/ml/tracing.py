@@ -64,16 +64,17 @@ class MLTrace:
         self._rewrite(info, frame, "" if self.tracer.trace.cut else self.redex(info, (*closure.env, ())))
 
     def fork(self, child, frame: int) -> None:
-        """`ForkJoin.par` of pure thunks in frame `frame`: `child`, the right thunk's task, is spawned."""
+        """`ForkJoin.par` of pure thunks in frame `frame`: `child`, the right thunk's task, is
+        spawned. Its span is the right thunk's (on the line of the `par`)."""
         tr = self.tracer
-        info = self.by_code[self.task.stack[-1].gi_code]
-        tr.begin(self.task, "ForkJoin.par", "ForkJoin.par (fn, fn)", [], span=info.fn.span)
+        thunk = self._info_of(child.thunk)
+        tr.begin(self.task, "ForkJoin.par", "ForkJoin.par (fn, fn)", [], span=thunk.fn.span)
         event = tr.open[-1][0]
         if event is not None:
             event["depth"] = tr.depth(self.task) + frame
         tr.spawned(child)
         if event is not None:
-            event["spawn"][-1]["goal"] = self.redex(self._info_of(child.thunk), (*child.thunk.env, ()))
+            event["spawn"][-1]["goal"] = self.redex(thunk, (*child.thunk.env, ()))
         tr.end()
 
     def inline(self, index: int, place: int, values: tuple | None) -> None:
