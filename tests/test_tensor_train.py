@@ -241,3 +241,29 @@ def test_the_benchmark_measures_tokens_per_second(side):
                        text=True, timeout=300, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["tokens_per_s"] > 0
+
+
+def test_a_terminal_gets_a_progress_bar_with_loss_and_tokens_per_second():
+    """On a terminal (a pseudo-terminal of 100 columns here) stderr shows tqdm's bar."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    r = subprocess.run([sys.executable, "-m", "hpgrem.driver.cli", "train", TINY, "--steps", "3"],
+                       stdout=subprocess.PIPE, stderr=follower, timeout=300, cwd=ROOT)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal is closed and read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    assert r.returncode == 0 and r.stdout == b""
+    text = shown.decode("utf-8", "replace")
+    assert "3/3" in text and "loss=" in text and "tok_s=" in text
