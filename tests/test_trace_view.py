@@ -511,6 +511,8 @@ TUTORIAL = {
     "stream": (["examples/parlog/bounded_buffer.par"], _second_wakeup),
     "fork-join": (["examples/ml/par_fib.sml", "--pes", "2", "--trace-limit", "600"],
                   lambda events: _first(events, lambda e: e["ev"] == "rewrite" and e["pe"] == 1)),
+    "loops-at-O2": (["examples/parlog/nrev.par", "-O2"],
+                    lambda events: _first(events, lambda e: e.get("inline") and e["rule"] == "nrev/2")),
     "four-pes": (["examples/parlog/placement.par", "--pes", "4", "--topology", "ring"],
                  lambda events: _first(events, lambda e: e["ev"] == "rewrite" and e["pe"] == 2)),
 }
