@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 if TYPE_CHECKING:  # the tables are read without loading the IR
     from hpgrem.ir import Module
 
-# name -> "module:Class" (or the class itself, `register_pass`); the optimizing passes, in the
-# order `-O2` runs them.
+# name -> "module:Class" (or the class itself, `register_pass`); the passes, in the order `-O2`
+# runs them (the lowerings excepted).
 PASS_TABLE: dict[str, str | type] = {
     "ml-flatten": "hpgrem.passes.ml_flatten:MLFlatten",
     "ml-grain": "hpgrem.passes.ml_grain:MLGrain",
@@ -67,10 +67,14 @@ ANALYSIS_TABLE: dict[str, str | type] = {
     "flow": "hpgrem.passes.flow:DataFlow",
 }
 
+# Lowerings change what a module computes (a forward graph gains its gradients; a step is split
+# over data-parallel ranks): they run when named (`--passes`, the trainer), never by a level.
+LOWERINGS: frozenset[str] = frozenset({"tensor-autodiff", "tensor-data-parallel"})
+
 LEVELS: dict[int, tuple[str, ...]] = {
     0: (),
     1: ("prune-unreachable",),
-    2: tuple(PASS_TABLE),
+    2: tuple(name for name in PASS_TABLE if name not in LOWERINGS),
 }
 
 MACHINE_ANALYSES: tuple[str, ...] = ("granularity", "ml-kinds")
