@@ -24,8 +24,18 @@ _SCRIPT_ESCAPES = str.maketrans(
 )
 
 
+# The page's script, in the order it runs: each file is a part of one function body (they share
+# its scope, and nothing reaches the page's global scope but `window.hpgremViewer`).
+_SCRIPT = ("replay.js", "graph.js", "timeline.js", "viewer.js")
+
+
 def _asset(name: str) -> str:
     return resources.files(__package__).joinpath("viewer", name).read_text(encoding="utf-8")
+
+
+def _script() -> str:
+    parts = "\n".join(_asset(name) for name in _SCRIPT)
+    return f'"use strict";\n(function () {{\n{parts}}})();\n'
 
 
 def trace_json(header: dict[str, Any], events: list[dict[str, Any]]) -> str:
@@ -52,7 +62,7 @@ def viewer_html(header: dict[str, Any], events: list[dict[str, Any]]) -> str:
         "TITLE": html.escape(title),
         "CSS": _asset("viewer.css"),
         "TRACE": trace_json(header, events),
-        "JS": _asset("viewer.js"),
+        "JS": _script(),
     }
     # One pass over the template alone: text substituted in is never scanned again.
     return _PLACEHOLDER.sub(lambda m: parts[m[1]], _asset("viewer.html"))
