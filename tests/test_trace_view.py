@@ -546,3 +546,14 @@ def test_tutorial_traces_in_the_viewer(browser, tmp_path, name):
         folder = Path(os.environ["HPGREM_DOC_IMAGES"])
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"viewer-{name}.png").write_bytes(png)
+
+
+def test_a_crowded_snapshot_keeps_the_redex_and_its_neighbours(tmp_path):
+    s = synthetic(3_000)
+    step = max(i for i, e in enumerate(s.events) if e["ev"] == "rewrite" and e["pe"] == 3) + 1
+    redex = s.events[step - 1]
+    write_snapshots(s.header, s.end(), tmp_path, [step])
+    dot = (tmp_path / f"step-{step}.dot").read_text()
+    assert "more live goals not drawn" in dot
+    assert dot.count("shape=box") == 60 + len(redex["spawn"])
+    assert f'penwidth=3, label="{redex["redex"]}\\ntask {redex["task"]}, PE 3"' in dot

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_SNAPSHOTS = 6
-MAX_GOALS = 200  # goals drawn in one snapshot; more are counted in the caption
+MAX_GOALS = 60  # goals drawn in one snapshot; more are counted in the caption
 LABEL_CHARS = 60
 
 
@@ -147,6 +147,17 @@ def default_steps(events: list[dict[str, Any]], count: int = DEFAULT_SNAPSHOTS) 
     return sorted({chosen[round(k * (len(chosen) - 1) / (count - 1))] for k in range(count)})
 
 
+def _nearest(goals: list[_Goal], pe: int) -> list[_Goal]:
+    """MAX_GOALS of `goals`: the first (the step's own, if any), those sharing its variables,
+    then the others of PE `pe`, then the rest."""
+    shared = set(goals[0].vars)
+    ranked = sorted(
+        range(len(goals)),
+        key=lambda i: (i != 0, not shared.intersection(goals[i].vars), goals[i].pe != pe, i),
+    )
+    return [goals[i] for i in ranked[:MAX_GOALS]]
+
+
 def snapshot(header: dict[str, Any], replay: _Replay, step: int, event: dict[str, Any]) -> str:
     """The DOT text of the goal graph just before `event`, which is step `step`."""
     lines = [f"digraph {_quote(f'step {step}')} {{"]
@@ -164,8 +175,10 @@ def snapshot(header: dict[str, Any], replay: _Replay, step: int, event: dict[str
             depth=_int(event.get("depth")),
         )
         goals = [redex] + [g for g in goals if g.task != redex_task]
+    elif _hashable(event.get("task")) and event["task"] in replay.goals:
+        goals.sort(key=lambda g: g.task != event["task"])  # the step's own goal first
     hidden = max(0, len(goals) - MAX_GOALS)
-    goals = goals[:MAX_GOALS]
+    goals = _nearest(goals, _int(event.get("pe"))) if hidden else goals
     created = _spawns(event) if has_redex else []
     caption = [
         f"{header.get('program', 'trace')}: step {step}, {_text(event.get('ev'))}"
