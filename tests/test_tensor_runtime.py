@@ -28,7 +28,7 @@ from hpgrem.ir.tensor import Get, Op, graph_of  # noqa: E402
 from hpgrem.passes import PassError, run_passes  # noqa: E402
 from hpgrem.serialize import dumps, loads  # noqa: E402
 from hpgrem.verify import verify  # noqa: E402
-from pam.tensor.job import LayoutError, TensorJob  # noqa: E402
+from backend.tensor.job import LayoutError, TensorJob  # noqa: E402
 from pam.tensor.kernels import evaluate  # noqa: E402
 
 SHAPE = ModelShape(n_layer=2, n_head=2, d_model=16, seq_len=8, vocab=32)

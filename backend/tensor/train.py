@@ -101,7 +101,7 @@ class Trainer:
 
     def __init__(self, config: TrainConfig, options: RunOptions = RunOptions(), comm=None):
         from backend.tensor.gpt import ModelShape, build_training_step, init_params
-        from pam.tensor.job import LayoutError, TensorJob
+        from backend.tensor.job import LayoutError, TensorJob
         self.config = config = effective_config(config, options)
         self.options = options
         pes = layout_pes(config, options, comm)

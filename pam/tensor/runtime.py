@@ -325,9 +325,9 @@ class TensorRuntime:
     def entry_task(self, pe, outputs: list):
         """How the machine runs a tensor module: one step on `pe` with the `feeds` given at
         construction (every parameter, state and input by name), its first output bound to the
-        graph's first output (the loss). Training runs through pam.tensor.job.TensorJob."""
+        graph's first output (the loss). Training runs through backend.tensor.job.TensorJob."""
         if self.feeds is None:
-            raise ValueError("a tensor step needs its parameters and inputs: run it with pam.tensor.job.TensorJob")
+            raise ValueError("a tensor step needs its parameters and inputs: run it with backend.tensor.job.TensorJob")
         self.replicas[pe.number].start(self.feeds)
         return Task(self.steps[pe.number]["tensor-main"], (outputs[0],), None, NO_SPAN)
 
