@@ -144,6 +144,17 @@ def cli_trace(name: str, opt: int, pes: int, out: Path) -> tuple[str, str]:
     return out.read_text(), r.stdout
 
 
+@pytest.mark.parametrize("opt", [0, 2])
+def test_depth_goes_on_past_the_python_frames_of_direct_code(opt):
+    """A recursion deeper than direct code runs on Python's stack (200 frames) goes on on the
+    heap driver: each call still one frame deeper than its caller."""
+    text = 'fun down 0 = 0 | down n = 1 + down (n - 1)\nval _ = print (Int.toString (down 260) ^ "\\n")\n'
+    plain, _, lines, out = traced_run(text, opt, 1)
+    depths = [e["depth"] for e in events(lines) if e["ev"] == "rewrite"]
+    assert out == "260\n" and len(depths) == 261 == plain.reductions
+    assert depths == list(range(1, 262))
+
+
 @pytest.mark.parametrize("name, text, opt, pes", GOLDEN_RUNS)
 def test_golden_streams(name, text, opt, pes, tmp_path):
     """The stream and the text of a small program, byte for byte: as recorded, and the same

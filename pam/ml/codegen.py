@@ -281,7 +281,7 @@ class FunctionCompiler:
         lines = []
         if c.deeper and c.restart:
             params = ", ".join(self.local(p) for p in self.fn.params)
-            lines.append(f"if not d: return nested({self.info.py}({params}))")
+            lines.append(f"if not d: return {heap_call(f'{self.info.py}({params})', 0, f'{DEPTH} - d', self.a.trace)}")
         lines.append(f"calls[0] += {c.calls}")
         if self.a.poll:
             lines.append(f"if calls[0] > {POLL}: tick()")
@@ -635,7 +635,7 @@ class FunctionCompiler:
                 args = [self.atom(a) for a in args]
                 text = ", ".join(args)
             return "value", (f"({callee.py}_d(d + 1, {text}) if d < {DEPTH} "
-                             f"else nested({callee.py}({text}), 1))")  # 1: the call is not counted yet
+                             f"else {heap_call(f'{callee.py}({text})', 1, 'd + 1', self.a.trace)})")
         if callee.direct and self.mode == "gen" and not self.info.direct:
             return "value", f"{callee.py}_d(0, {text})"
         return "gen", f"{callee.py}({text})"
@@ -726,6 +726,14 @@ def _atomic(x: str) -> bool:
     return x.lstrip("-").isdigit()
 
 
+def heap_call(gen: str, entered: int, place: str, trace: bool) -> str:
+    """Direct code's call of `nested` (pam/ml/task.py), the heap driver, to run the generator
+    call `gen` to its end: `entered` 1 when the call is not counted yet (its callee `f_d` would
+    have counted it); traced, `place` is where its frame is below the task's top frame."""
+    args = [gen, *([str(entered)] if entered or trace else []), *([place] if trace else [])]
+    return f"nested({', '.join(args)})"
+
+
 def heap_entry(info: FunctionInfo, trace: bool) -> str:
     """`f_n`, the twin `f_d`'s stand-in where the countdown `d` is 0 (batched counts): it runs
     the call on a heap stack. Direct code whose block could not test `d` at its start (inside a
@@ -734,7 +742,8 @@ def heap_entry(info: FunctionInfo, trace: bool) -> str:
     params = ", ".join(f"a{i}" for i in range(len(info.fn.params)))
     # traced: the call, counted by its caller, is reported here (`f_d` reports its own)
     report = f"    rw({info.py[1:]}, {DEPTH} - d, ({params},))\n" if trace else ""
-    return f"def {info.py}_n(d, {params}):\n{report}    return nested({info.py}({params}))"
+    call = heap_call(f"{info.py}({params})", 0, f"{DEPTH} - d", trace)
+    return f"def {info.py}_n(d, {params}):\n{report}    return {call}"
 
 
 def generate(module: ir.Module, poll: bool = True, trace: bool = False) -> tuple[str, Annotations, dict]:

@@ -81,15 +81,16 @@ def make_nested(calls: list, tick, trace=None):
     raises the exception. `calls[0]` counts its applications (calls and tail calls) as direct
     code counts calls, and `tick()` checks the limits now and then. `entered` is 1 when the
     caller has not counted the application of `gen` itself. With `trace` (pam/ml/tracing.py)
-    each application is a rewrite event."""
+    each application is a rewrite event; `place` is where `gen`'s frame is below the task's top
+    frame (each frame on the heap stack one deeper)."""
     GEN = GeneratorType
 
-    def nested(gen, entered: int = 0):
+    def nested(gen, entered: int = 0, place: int = 0):
         st = [gen]
         value = exc = None
         n = entered
         if trace is not None and entered:
-            trace.nested(gen, 1)
+            trace.nested(gen, place)
         while True:
             if n > 16383:
                 calls[0] += n
@@ -108,7 +109,7 @@ def make_nested(calls: list, tick, trace=None):
                     value = None
                     n += 1
                     if trace is not None:
-                        trace.nested(v, len(st))
+                        trace.nested(v, place + len(st) - 1)
                     continue
                 st.pop()
                 if not st:
@@ -131,7 +132,7 @@ def make_nested(calls: list, tick, trace=None):
                 value = None
                 n += 1
                 if trace is not None:
-                    trace.nested(r, len(st))
+                    trace.nested(r, place + len(st) - 1)
     return nested
 
 
@@ -187,7 +188,7 @@ def make_step(pe, describe, calls: list, banked: list, trace=None):
             c = t.thunk
             applied = 1
             if trace is not None:
-                trace.thunk(c, 0, False)
+                trace.thunk(c, 0)
             try:
                 v = c.fn(*c.env, ())
             except Packet as p:
@@ -257,7 +258,7 @@ def make_step(pe, describe, calls: list, banked: list, trace=None):
                             c = arg.thunk
                             applied += 1
                             if trace is not None:
-                                trace.thunk(c, len(st), True)
+                                trace.thunk(c, len(st))
                             try:
                                 v = c.fn(*c.env, ())
                             except Packet as p:

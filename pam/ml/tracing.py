@@ -17,7 +17,7 @@ inside one Python call (direct code, loops), and the heap driver of deep direct 
 
 from __future__ import annotations
 
-from pam.ml.annotations import DEPTH, FunctionInfo
+from pam.ml.annotations import FunctionInfo
 from pam.ml.values import Closure, Packet
 
 ITEMS = 5  # list elements or tuple fields shown before "..."
@@ -36,7 +36,7 @@ class MLTrace:
         self.task = None  # the task the PE is stepping (set by the driver at each step)
         self.by_index = {int(info.py[1:]): info for info in infos.values()}
         self.by_code: dict = {}
-        self.shapes: dict[str, tuple] = {}  # function key -> its redex's shape (`shape`)
+        self.shapes: dict[str, tuple] = {}  # function key -> its redex's shape (`redex_shape`)
 
     def bind(self, ns: dict) -> None:
         """Learn the generator functions of a PE's namespace, to name the frames the driver sees."""
@@ -52,12 +52,12 @@ class MLTrace:
         info = self.by_code[gen.gi_code]
         self._rewrite(info, frame, "" if self.tracer.trace.cut else self.redex(info, _frame_values(gen)))
 
-    def nested(self, gen, frame: int) -> None:
-        """An application `frame` frames deep on the heap stack of deep direct code (entered past
-        DEPTH Python frames of direct code above the task's top frame)."""
-        self.call(gen, len(self.task.stack) + DEPTH + frame - 1)
+    def nested(self, gen, place: int) -> None:
+        """An application on the heap stack of deep direct code, `place` frames below the task's
+        top frame."""
+        self.call(gen, len(self.task.stack) + place)
 
-    def thunk(self, closure: Closure, frame: int, inline: bool) -> None:
+    def thunk(self, closure: Closure, frame: int) -> None:
         """A thunk is applied: a forked task starting (`frame` 0), or a child nobody started taken
         back at its join (`frame`: the depth it runs at in the joining task)."""
         info = self._info_of(closure)
