@@ -216,6 +216,7 @@ def test_viewer_fetches_nothing():
     s = parlog_stream()
     page = viewer_html(s.header, s.end())
     assert "default-src 'none'" in page
+    assert "unsafe-inline" not in page  # only the page's own script and style, by their hashes
     for attribute in (" src=", " href="):
         for hit in page.split(attribute)[1:]:
             assert hit.startswith('"data:'), hit[:40]

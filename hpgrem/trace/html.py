@@ -3,11 +3,14 @@
 The page inlines its script and style from `viewer/` and embeds the trace as JSON; it fetches
 nothing (its Content-Security-Policy forbids it), so it works offline and can be mailed to a
 student. Trace text reaches the page only as data: the JSON is escaped so that no goal text can
-close the script element, and the script writes every text with `textContent`.
+close the script element, the script writes every text with `textContent`, and the policy lets
+only the page's own script and style run (by their SHA-256).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 import re
@@ -15,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-_PLACEHOLDER = re.compile(r"\{\{(TITLE|CSS|TRACE|JS)\}\}")
+_PLACEHOLDER = re.compile(r"\{\{(TITLE|CSS|TRACE|JS|STYLE_HASH|SCRIPT_HASH)\}\}")
 
 # Characters a JSON text may hold that would end or confuse an HTML script element (`</script>`,
 # `<!--`) or a JavaScript string (the two line separators), written as JSON escapes instead.
@@ -54,15 +57,23 @@ def trace_json(header: dict[str, Any], events: list[dict[str, Any]]) -> str:
     return text.translate(_SCRIPT_ESCAPES)
 
 
+def _csp_hash(text: str) -> str:
+    """A Content-Security-Policy source that allows exactly the inline element holding `text`."""
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
 def viewer_html(header: dict[str, Any], events: list[dict[str, Any]]) -> str:
     """The viewer page for a trace: `header` is the stream's first line, `events` the lines
     after it (a final `end` line may be included; it is not a step)."""
     title = f"hpgrem trace: {header.get('program', '')}"
+    css, script = _asset("viewer.css"), _script()
     parts = {
         "TITLE": html.escape(title),
-        "CSS": _asset("viewer.css"),
+        "CSS": css,
         "TRACE": trace_json(header, events),
-        "JS": _script(),
+        "JS": script,
+        "STYLE_HASH": _csp_hash(css),
+        "SCRIPT_HASH": _csp_hash(script),
     }
     # One pass over the template alone: text substituted in is never scanned again.
     return _PLACEHOLDER.sub(lambda m: parts[m[1]], _asset("viewer.html"))
