@@ -385,6 +385,7 @@ class PE:
                     next_check = calls + check_every
                     if limit is not None:
                         next_check = min(next_check, limit)
+            tracer.mark = self.instructions  # the batch is over: the driver advances the clock
         except ProgramFailure as failure:
             if failure.goal is None and t is not None:
                 failure.goal = t.describe()
@@ -395,7 +396,6 @@ class PE:
             raise
         finally:
             tracer.open.clear()  # a step stopped by a failure or a limit leaves its rewrites open
-            tracer.mark = self.instructions
             self.steps += calls
             stats.reductions += calls - suspensions
             stats.looped += looped

@@ -38,13 +38,16 @@ that its name stays its own; `Tracer.text(term)` names a term's variables and wr
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterator
 
-from pam.terms import Var, unbound_vars
+from pam.terms import Cons, Struct, Var, mkatom
 
 VERSION = 1
 TEXT_LIMIT = 300  # characters of a goal or term text in an event; longer ones end in "..."
+TERM_NODES = 60  # nodes of a term an event shows (about TEXT_LIMIT characters); past them, `...`
+ELIDED = mkatom("...")
 STATUSES = ("success", "failure", "deadlock", "limit")
 
 
@@ -121,6 +124,49 @@ def clip(text: str) -> str:
     return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT - 3] + "..."
 
 
+def shown(terms: tuple) -> tuple[tuple, list[Var]]:
+    """A copy of `terms` that stops after TERM_NODES nodes (what lies past them is the atom
+    `...`), and the unbound variables in it, in order of their place: what an event shows of
+    them, made in time proportional to that (a long list, a long chain of bound variables, a
+    cyclic term) rather than to the terms. The nodes are taken breadth first, so every argument
+    of a goal shows before the depths of any one of them."""
+    budget = TERM_NODES
+    nodes: list = list(terms)
+    parts: list = [None] * len(nodes)  # the slots of a compound node's parts
+    found: dict[int, Var] = {}
+    i = 0
+    while i < len(nodes):
+        x = nodes[i]
+        while type(x) is Var and x.val is not None and budget > 0:  # a chain of bindings counts too
+            x = x.val
+            budget -= 1
+        if budget <= 0:
+            nodes[i] = ELIDED
+            i += 1
+            continue
+        budget -= 1
+        nodes[i] = x
+        tx = type(x)
+        if tx is Var:
+            found.setdefault(id(x), x)
+        elif tx is Cons or tx is Struct:
+            sub = (x.head, x.tail) if tx is Cons else x.args[:budget + 1]
+            parts[i] = range(len(nodes), len(nodes) + len(sub))
+            nodes.extend(sub)
+            parts.extend([None] * len(sub))
+        i += 1
+    out = [None] * len(nodes)
+    for i in reversed(range(len(nodes))):  # parts come after their term: built first
+        x, k = nodes[i], parts[i]
+        if k is None:
+            out[i] = x
+        elif type(x) is Cons:
+            out[i] = Cons(out[k[0]], out[k[1]])
+        else:
+            out[i] = Struct(x.name, tuple(out[j] for j in k))
+    return tuple(out[:len(terms)]), list(found.values())
+
+
 def span_of(site) -> list | None:
     """A source span as the stream writes it: [file, line, col]."""
     if site is None or getattr(site, "line", 0) <= 0:
@@ -176,16 +222,23 @@ class Tracer:
         return [self.name(v) for v in variables]
 
     def text(self, term) -> str:
-        """`term` written with the runtime's writer, its variables named here."""
-        for v in unbound_vars((term,)):
-            self.name(v)
-        return clip(self.writer(term, self.names))
+        """`term` written with the runtime's writer (as much as an event shows: `shown`), its
+        variables named here."""
+        return self.term_text(term)[0]
 
-    def task_text(self, task) -> str:
-        """A task as reports write it (`describe`), its variables named here."""
-        for v in unbound_vars(task.args):
-            self.name(v)
-        return clip(task.describe(self.names))
+    def term_text(self, term) -> tuple[str, list[Var]]:
+        """`term`'s text and the unbound variables in it."""
+        (part,), variables = shown((term,))
+        self.names_of(variables)
+        return clip(self.writer(part, self.names)), variables
+
+    def task_text(self, task) -> tuple[str, list[Var]]:
+        """A task as reports write it (`describe`, on as much of its arguments as an event
+        shows), and the unbound variables in that, named here."""
+        part = copy.copy(task)
+        part.args, variables = shown(task.args)
+        self.names_of(variables)
+        return clip(part.describe(self.names)), variables
 
     # -- tasks --------------------------------------------------------------------------------
     def tid(self, task, depth: int = 0) -> int:
@@ -257,8 +310,8 @@ class Tracer:
         depth = 0 if event is None else event["depth"] + 1
         i = self._new_id(task, depth)
         if event is not None:
-            event["spawn"].append({"task": i, "goal": self.task_text(task),
-                                   "vars": self.names_of(unbound_vars(task.args))})
+            goal, variables = self.task_text(task)
+            event["spawn"].append({"task": i, "goal": goal, "vars": self.names_of(variables)})
         return task
 
     def continues(self, task, goal: str | None = None, variables: list | None = None) -> None:
@@ -271,8 +324,7 @@ class Tracer:
             depth = event["depth"] + 1
             i = self._new_id(task, depth)
             if goal is None:
-                goal = self.task_text(task)
-                variables = unbound_vars(task.args)
+                goal, variables = self.task_text(task)
             event["spawn"].append({"task": i, "goal": clip(goal), "vars": self.names_of(variables)})
         self.open.pop()
 
@@ -291,7 +343,8 @@ class Tracer:
     def begin_task(self, task) -> list:
         """Before the traced loop runs a step that reports nothing itself: what it needs to
         report the reduction if the step commits (`commit_task`)."""
-        return [task, task.proc, self.task_text(task) if not self.trace.cut else "", unbound_vars(task.args)]
+        goal, variables = self.task_text(task) if not self.trace.cut else ("", [])
+        return [task, task.proc, goal, variables]
 
     def commit_task(self, before: list, result) -> None:
         """That step committed, returning `result` (None, or the task to run next)."""
@@ -309,7 +362,7 @@ class Tracer:
         if self.trace.cut:
             return
         variables = [v for v in on if type(v) is Var]
-        self.event("suspend", {"task": self.tid(task), "goal": self.task_text(task),
+        self.event("suspend", {"task": self.tid(task), "goal": self.task_text(task)[0],
                                "on": self.names_of(variables)})
 
     def resume(self, task, var: Var) -> None:

@@ -72,17 +72,35 @@ def start_trace(args, module, pes: int, comm):
     header = {"program": args.file, "language": module.language, "pes": pes,
               "topology": parse_topology(args.topology, pes).name if pes > 1 else None,
               "opt": args.opt, "mode": mode, "clock": "wall_us" if comm is not None else "virtual",
-              "sources": {args.file: _source(module)}}
+              "sources": _sources(args.file, module)}
     return Trace(header, args.trace_limit)
 
 
-def _source(module) -> list[str]:
-    """The program's lines the module kept (those its rules' spans name), by line number."""
+def _sources(file: str, module) -> dict[str, list[str]]:
+    """The source lines a trace's spans may name: the program's lines the module kept (those
+    its rules' spans name, by line number) and its language's prelude, if it uses it."""
     kept = module.source_lines
     lines = [""] * max(kept, default=0)
     for number, text in kept.items():
         lines[number - 1] = text
-    return lines
+    sources = {file: lines}
+    prelude = _prelude_file(module.language)
+    if prelude is not None and any(key.startswith("prelude:") for key in module.rules):
+        sources[PRELUDE] = prelude.read_text(encoding="utf-8").split("\n")
+    return sources
+
+
+PRELUDE = "<prelude>"  # the file name the front ends give their prelude's spans
+
+
+def _prelude_file(language: str):
+    if language == "parlog":
+        from frontend.parlog import PRELUDE_FILE
+        return PRELUDE_FILE
+    if language == "ml":
+        from frontend.ml.lower import PRELUDE_FILE
+        return PRELUDE_FILE
+    return None
 
 
 def finish_trace(args, machine, stop: BaseException | None) -> None:

@@ -32,7 +32,7 @@ from pam.task import Placed, Seq
 from pam.terms import Cons
 from pam.terms import Struct as RStruct
 from pam.terms import Var as RVar
-from pam.terms import deref, from_list, mkatom, unbound_vars
+from pam.terms import deref, from_list, mkatom
 from pam.unify import match_eq
 from pam.parlog.write import write_term
 
@@ -245,20 +245,20 @@ def trace_calls(tracer) -> dict:
     goes on as its first body goal, TL(t, proc, args) when the loop goes round with `args`."""
     tracer.writer = write_term
 
-    def goal_text(proc, args) -> str:
-        return tracer.text(RStruct(proc.goal_name, args)) if args else proc.goal_name
+    def goal_text(proc, args) -> tuple[str, list]:
+        return tracer.term_text(RStruct(proc.goal_name, args)) if args else (proc.goal_name, [])
 
     def begin(t, proc, args, clause, site):
         if tracer.trace.cut:
             tracer.begin(t, proc.key, "", [])
         else:
-            tracer.begin(t, proc.key, goal_text(proc, args), unbound_vars(args), clause=clause, span=site)
+            tracer.begin(t, proc.key, *goal_text(proc, args), clause=clause, span=site)
 
     def round_again(t, proc, args):
         if tracer.trace.cut:
             tracer.continues(t)
         else:
-            tracer.continues(t, goal_text(proc, args), unbound_vars(args))
+            tracer.continues(t, *goal_text(proc, args))
 
     return {"TR": begin, "TB": tracer.bound, "TE": tracer.end, "TK": tracer.continues, "TL": round_again}
 
