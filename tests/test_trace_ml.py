@@ -118,6 +118,15 @@ def test_forks_spawn_tasks_and_every_wait_is_resumed():
         assert any(e["ev"] == "resume" and e["task"] == s["task"] for e in later)
 
 
+@pytest.mark.parametrize("opt", [0, 2])
+def test_untraced_code_reports_nothing(opt):
+    """The traced mode is a compile of its own: the plain code has no report in it."""
+    from pam.ml import codegen
+    module = compile_source(MIXED, "t.sml", opt=opt)
+    plain, traced = codegen.generate(module)[0], codegen.generate(module, trace=True)[0]
+    assert "rw(" not in plain and "rw(" in traced
+
+
 def test_redexes_show_values_shortened():
     from pam.ml.tracing import show
     assert show((1, (2, (3, None)))) == "[1, 2, 3]"
