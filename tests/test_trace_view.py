@@ -492,6 +492,11 @@ def test_hundred_thousand_events_load_in_the_browser(browser, tmp_path):
     for step in (50_000, 99_999, 100_000, 1, 73_421):
         _slide(browser, step)
         assert _text(browser, "step-current") == str(step)
+    # An idle step touches no goal: the graph still shows some of the many live ones.
+    idle = max(i for i, e in enumerate(s.events[:60_000]) if e["ev"] == "idle") + 1
+    _slide(browser, idle)
+    drawn = browser.execute_script("return document.querySelectorAll('#graph-before g.goal').length")
+    assert drawn == 24 and "more live goals are not drawn" in _text(browser, "graph-note")
     _no_console_errors(browser)
 
 

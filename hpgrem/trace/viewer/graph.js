@@ -38,9 +38,11 @@ function chooseGoals(s, e, side) {
     if (!chosen.has(t.id) && t.vars.some((v) => vars.has(v))) chosen.set(t.id, t);
   }
   const pe = peOf(e);
-  for (const t of all.values()) {
-    if (chosen.size >= MAX_GOALS) break;
-    if (!chosen.has(t.id) && t.pe === pe) chosen.set(t.id, t);
+  for (const samePe of [true, false]) {
+    for (const t of all.values()) {
+      if (chosen.size >= MAX_GOALS) break;
+      if (!chosen.has(t.id) && (t.pe === pe || !samePe)) chosen.set(t.id, t);
+    }
   }
   return { goals: [...chosen.values()], marks, hidden: all.size - chosen.size };
 }

@@ -63,7 +63,7 @@ function drawCounts(a) {
 
 const view = { t0: tMin, t1: tMax };
 const LANE_LABEL = 44, AXIS = 18;
-const laneHeight = () => Math.max(4, Math.min(26, Math.floor(260 / P)));
+const laneHeight = () => Math.max(1, Math.min(26, Math.floor(260 / P)));
 const firstAtOrBefore = (arr, t) => { // index of the last element <= t (or 0)
   let lo = 0, hi = arr.length - 1, ans = 0;
   while (lo <= hi) { const mid = (lo + hi) >> 1; if (arr[mid] <= t) { ans = mid; lo = mid + 1; } else hi = mid - 1; }
