@@ -145,7 +145,7 @@ class FunctionCompiler:
     def traced(self, values: str) -> None:
         """In the traced mode (pam/ml/tracing.py), after the count of a reduction made inside this
         code (a call of direct code, a loop's next round; `values` None: a `while` round): its
-        rewrite event, with the frame's place (`d` for direct code, -1 for the task's top frame)."""
+        rewrite event, with where its frame is (`place`)."""
         if self.a.trace:
             self.out.emit(f"rw({self.info.py[1:]}, {self.place()}, {values})")
 
