@@ -343,7 +343,6 @@ class PE:
                     tracer.fresh = True
                     before = None if getattr(proc, "traced", False) else tracer.begin_task(t)
                     r = proc(t)
-                    tracer.fresh = False
                     if meter[1]:
                         extra = meter[1]
                         meter[1] = 0
@@ -361,6 +360,7 @@ class PE:
                         break
                     if before is not None:
                         tracer.commit_task(before, r)
+                    tracer.fresh = False
                     if r is None:
                         g = t.group
                         if g is not None:

@@ -361,7 +361,7 @@ class Tracer:
     def suspend(self, task, on) -> None:
         if self.trace.cut:
             return
-        variables = [v for v in on if type(v) is Var]
+        variables = list({id(v): v for v in on if type(v) is Var}.values())  # a clause may name one twice
         self.event("suspend", {"task": self.tid(task), "goal": self.task_text(task)[0],
                                "on": self.names_of(variables)})
 

@@ -118,7 +118,12 @@ def finish_trace(args, machine, stop: BaseException | None) -> None:
         events.sort(key=lambda e: (e["t"], e["pe"], e["seq"]))
         trace.events = events
         suspended = [i for _, ids in parts for i in ids]
-    trace.terminate(_status(stop), suspended, _in_flight(machine.sim))
+        # what no rank received was still in flight when the ranks parted (and was dropped)
+        received = {e["msg"] for e in events if e["ev"] == "receive"}
+        in_flight = [e["msg"] for e in events if e["ev"] == "send" and e["msg"] not in received]
+    else:
+        in_flight = _in_flight(machine.sim)
+    trace.terminate(_status(stop), suspended, in_flight)
     if args.trace is not None:
         write_output(args.trace, "\n".join(trace.lines()) + "\n")
     if args.command == "trace":
