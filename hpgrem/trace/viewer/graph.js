@@ -15,7 +15,9 @@ function svgText(parent, x, y, text, attrs) {
   n.textContent = text;
   return n;
 }
-// The goals to draw: the ones the event names first, then goals sharing their variables.
+// The goals to draw: the ones the event names, then goals sharing their variables, then the
+// event's PE's, then any, up to MAX_GOALS. `s` is the caller's copy: the redex is put in it as
+// the rewrite saw it.
 function chooseGoals(s, e, side) {
   const marks = new Map();
   if (side === "before" && e.ev === "rewrite" && e.task != null) {
@@ -63,7 +65,7 @@ function drawGraph(svg, s, a, e, side) {
     pos.set(g.id, { x, y, w, label });
     x += w + 14; right = Math.max(right, x);
   }
-  // Variables in one row below, each near the goals that mention it.
+  // Variables in a row below, each near the goals that mention it.
   const varUsers = new Map();
   for (const g of goals) for (const v of g.vars) {
     if (!varUsers.has(v)) varUsers.set(v, []);
@@ -77,10 +79,11 @@ function drawGraph(svg, s, a, e, side) {
     const label = clip(v, 14) + (val === undefined ? "" : " = " + clip(val, 18));
     return { v, cx, label, w: Math.max(26, label.length * CH + 16), bound: val !== undefined };
   }).sort((p, q) => p.cx - q.cx);
-  let vx = 10, vy = varY;
+  // Once a row is full the rest are packed left to right, row after row.
+  let vx = 10, vy = varY, packed = false;
   for (const n of vars) {
-    n.x = Math.max(vx, n.cx - n.w / 2);
-    if (n.x + n.w > WIDTH + 200) { vy += 40; n.x = 10; }
+    n.x = packed ? vx : Math.max(vx, n.cx - n.w / 2);
+    if (n.x + n.w > WIDTH + 200) { vy += 40; n.x = 10; packed = true; }
     n.y = vy; vx = n.x + n.w + 10; right = Math.max(right, vx);
   }
   const varPos = new Map(vars.map((n) => [n.v, n]));

@@ -52,7 +52,7 @@ const lastUse = new Map(); // task id -> the index of the last event naming it a
 function apply(s, e) {
   const pe = peOf(e);
   const id = e.task;
-  const old = id === undefined ? undefined : s.tasks.get(id);
+  const old = id == null ? undefined : s.tasks.get(id);
   switch (e.ev) {
     case "rewrite": {
       const depth = num(e.depth, old ? old.depth : 0);
@@ -63,14 +63,14 @@ function apply(s, e) {
       } else setTask(s, id, null);
       s.red[pe] += 1;
       for (const sp of list(e.spawn)) {
-        if (isObj(sp) && sp.task !== undefined) {
+        if (isObj(sp) && sp.task != null) {
           setTask(s, sp.task, { id: sp.task, goal: str(sp.goal), vars: strList(sp.vars), pe, st: READY, on: [], depth: depth + 1 });
         }
       }
       break;
     }
     case "suspend":
-      setTask(s, id, { id, goal: str(e.goal) || (old ? old.goal : ""), vars: old ? old.vars : strList(e.vars).concat(strList(e.on)),
+      if (id != null) setTask(s, id, { id, goal: str(e.goal) || (old ? old.goal : ""), vars: old ? old.vars : strList(e.vars).concat(strList(e.on)),
         pe, st: SUSPENDED, on: strList(e.on), depth: old ? old.depth : 0 });
       break;
     case "resume":

@@ -147,7 +147,7 @@ function render() {
   const sizes = [drawGraph(svgs[0], before, i, e, "before"), drawGraph(svgs[1], after, i + 1, e, "after")];
   fitGraphs(svgs, sizes);
   const hidden = Math.max(sizes[0].hidden, sizes[1].hidden);
-  $("graph-note").textContent = hidden ? `${hidden} more live goals are not drawn (the drawing keeps the goals this step touches and those sharing their variables).` : "";
+  $("graph-note").textContent = hidden ? `${hidden} more live goals are not drawn (the drawing keeps the goals this step touches, those sharing their variables, then its PE's).` : "";
   for (let p = 0; p < P; p++) {
     const { tr, cells } = peRows[p];
     const code = laneCode(after, p);
