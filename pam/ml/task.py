@@ -258,7 +258,7 @@ def make_step(pe, describe, calls: list, banked: list, trace=None):
                             c = arg.thunk
                             applied += 1
                             if trace is not None:
-                                trace.thunk(c, len(st))
+                                trace.thunk(c, len(st), arg)
                             try:
                                 v = c.fn(*c.env, ())
                             except Packet as p:

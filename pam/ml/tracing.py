@@ -57,11 +57,14 @@ class MLTrace:
         top frame."""
         self.call(gen, len(self.task.stack) + place)
 
-    def thunk(self, closure: Closure, frame: int) -> None:
-        """A thunk is applied: a forked task starting (`frame` 0), or a child nobody started taken
-        back at its join (`frame`: the depth it runs at in the joining task)."""
+    def thunk(self, closure: Closure, frame: int, child=None) -> None:
+        """A thunk is applied: a forked task starting (`frame` 0), or `child`, a task nobody
+        started, taken back at its join (`frame`: where it runs in the joining task). The event
+        is then the child's: its goal is reduced there, and the evaluation goes on in the
+        joining task."""
         info = self._info_of(closure)
-        self._rewrite(info, frame, "" if self.tracer.trace.cut else self.redex(info, (*closure.env, ())))
+        text = "" if self.tracer.trace.cut else self.redex(info, (*closure.env, ()))
+        self._rewrite(info, frame, text, child)
 
     def fork(self, child, frame: int) -> None:
         """`ForkJoin.par` of pure thunks in frame `frame`: `child`, the right thunk's task, is
@@ -111,10 +114,11 @@ class MLTrace:
                 i += 1
         return " ".join(parts)
 
-    def _rewrite(self, info: FunctionInfo, frame: int, text: str) -> None:
-        """One rewrite event of the running task (its text "" past --trace-limit: not written)."""
+    def _rewrite(self, info: FunctionInfo, frame: int, text: str, task=None) -> None:
+        """One rewrite event of the running task, or of `task`, `frame` frames below the running
+        task's top (its text "" past --trace-limit: not written)."""
         tr = self.tracer
-        tr.begin(self.task, info.fn.name, text, [], span=info.fn.span)
+        tr.begin(self.task if task is None else task, info.fn.name, text, [], span=info.fn.span)
         event = tr.open[-1][0]
         if event is not None:
             event["depth"] = tr.depth(self.task) + frame
