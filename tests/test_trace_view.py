@@ -563,3 +563,14 @@ def test_a_crowded_snapshot_keeps_the_redex_and_its_neighbours(tmp_path):
     assert "more live goals not drawn" in dot
     assert dot.count("shape=box") == 60 + len(redex["spawn"])
     assert f'penwidth=3, label="{redex["redex"]}\\ntask {redex["task"]}, PE 3"' in dot
+
+
+def test_a_dot_that_fails_leaves_the_dot_file_and_a_note(tmp_path, monkeypatch, capsys):
+    broken = tmp_path / "dot"
+    broken.write_text("#!/bin/sh\necho 'syntax error in line 1' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    monkeypatch.setattr(shutil, "which", lambda name: str(broken))
+    s = ml_fork_join()
+    written = write_snapshots(s.header, s.end(), tmp_path / "out", [2])
+    assert [p.name for p in written] == ["step-2.dot"]
+    assert "dot could not render" in capsys.readouterr().err

@@ -267,13 +267,24 @@ def write_snapshots(
         path.write_text(snapshot(header, replay, step, stream[step - 1]), encoding="utf-8")
         written.append(path)
         if dot is not None:
-            svg = path.with_suffix(".svg")
-            result = subprocess.run(
-                [dot, "-Tsvg", str(path), "-o", str(svg)], capture_output=True, text=True, timeout=120
-            )
-            if result.returncode == 0:
+            svg = _render_svg(dot, path)
+            if svg is not None:
                 written.append(svg)
-            else:
-                print(f"hpgrem: note: dot could not render {path}: {result.stderr.strip()}",
-                      file=sys.stderr)
     return written
+
+
+def _render_svg(dot: str, path: Path) -> Path | None:
+    """`path` rendered by Graphviz beside it as SVG; None, with a note, when dot fails."""
+    svg = path.with_suffix(".svg")
+    try:
+        result = subprocess.run(
+            [dot, "-Tsvg", str(path), "-o", str(svg)], capture_output=True, text=True, timeout=120
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        problem = str(error)
+    else:
+        if result.returncode == 0:
+            return svg
+        problem = result.stderr.strip()
+    print(f"hpgrem: note: dot could not render {path}: {problem}", file=sys.stderr)
+    return None
