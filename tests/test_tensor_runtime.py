@@ -81,7 +81,7 @@ def test_the_runtime_computes_what_evaluate_does():
     """Every value of one step on one PE, with the kernels in the same order: the same bits."""
     m = module("float64")
     params = init_params(SHAPE, 3, "float64")
-    job = TensorJob(m, params)
+    job = TensorJob(m, params, release=False)
     b = batches(1)[0]
     result = job.step(b, LR, 1)
     states = {v.name: np.zeros(v.shape, v.dtype) for v in job.graph.states}
@@ -187,13 +187,13 @@ def test_step_statistics_add_up():
 
 def test_a_layout_that_does_not_fit_is_refused():
     m, params = module("float32"), init_params(SHAPE, 0)
-    with pytest.raises(LayoutError, match="dp = 2 needs 2 PEs, not 4"):
+    with pytest.raises(LayoutError, match="the layout needs dp \\* tp \\* pp = 2 PEs, not 4"):
         TensorJob(m, params, dp=2, pes=4)
     with pytest.raises(LayoutError, match="a batch of 8 .* does not divide among dp = 3"):
         TensorJob(m, params, dp=3)
     with pytest.raises(LayoutError, match="mesh:3x3 .* 2"):
         TensorJob(m, params, dp=2, topology="mesh:3x3")
-    with pytest.raises(LayoutError, match="dp = 2 does not match the 1 MPI ranks"):
+    with pytest.raises(LayoutError, match="the layout needs dp \\* tp \\* pp = 2 ranks, not the 1 MPI ranks"):
         TensorJob(m, params, dp=2, mpi=True)
     job = TensorJob(m, params, dp=2)
     with pytest.raises(LayoutError, match="'tokens' has shape \\[4, 8\\]; the step takes \\[8, 8\\]"):

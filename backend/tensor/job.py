@@ -2,14 +2,16 @@
 simulated PEs, or one PE per MPI rank), then replayed step after step. It lives in the back end,
 not the machine, because it lowers the graph (a compiler pass) before loading it.
 
-`TensorJob(module, params, ...)` takes a training step of the tensor dialect built for the
-*global* batch (backend/tensor/gpt.py `build_training_step`) and its initial parameters. With
-`dp` > 1 it lowers the graph with the pass "tensor-data-parallel" (each PE a slice of the batch,
-gradients all-reduced in buckets); the same lowered graph runs on simulated PEs over any
-topology and, with `mpi=True`, on the ranks of `mpiexec` (SPMD: every rank builds the same job).
-`step(batch, lr, step)` feeds the global batch (each PE takes its slice), runs the step to its
-end on every PE and returns the loss and gradient norm (the same on every PE) and the step's
-statistics (pam.tensor.stats).
+`TensorJob(module, params, layout=Layout(...))` takes a training step of the tensor dialect built
+for the *global* batch (backend/tensor/gpt.py `build_training_step`) and its initial parameters
+(the whole GPT-2-named tensors). It lowers the step for the layout (backend/tensor/layout.py
+`lower`: tensor-parallel, data-parallel / ZeRO, ...) and loads on every rank the graph of its
+pipeline stage and its own shard of each parameter (backend/tensor/shards.py). `dp=` alone is
+the layout Layout(dp=dp). The same lowered graphs run on simulated PEs over any topology and,
+with `mpi=True`, on the ranks of `mpiexec` (SPMD: every rank builds the same job).
+`step(batch, lr, step)` feeds the global batch (each data-parallel rank takes its slice), runs
+the step to its end on every PE and returns the loss and gradient norm (the same on every PE)
+and the step's statistics (pam.tensor.stats).
 """
 
 from __future__ import annotations
@@ -25,20 +27,17 @@ from pam.costs import DEFAULT, CostModel
 from pam.distribution import Net
 from pam.driver import IDLE_SLEEP, Simulated, poll, run_alone
 from pam.pe import PE
+from backend.tensor.layout import Layout, LayoutError, Lowered, lower
+from backend.tensor.shards import shard, unshard
 from pam.tensor.graph import COLLECTIVES, StepGraph, step_graph
 from pam.tensor.runtime import T800_FLOPS, TensorRuntime
 from pam.tensor.stats import PEStepStats, StepStats
 from pam.topology import TopologyError, parse_topology
 from pam.transport.sim import Simulation
 
-DATA_PARALLEL = "tensor-data-parallel"
 TAG_LEFT = 1  # on the job's control communicator: a rank has left the job after this many steps
-
-
-class LayoutError(ValueError):
-    """A parallel layout that does not fit: dp against the PEs or MPI ranks, or against the
-    batch, or a topology that does not fit the PEs. The message is one line for the user (the
-    command exits 2)."""
+COORDINATES = {"rank.dp": "dp", "rank.tp": "tp", "rank.pp": "pp"}
+"""Inputs a lowered graph may take: the rank's coordinate in the grid (ZeRO's own shard)."""
 
 
 @dataclass(slots=True)
@@ -56,78 +55,104 @@ def _no_output(text: str) -> None:
 
 
 class TensorJob:
-    """A training step loaded on `pes` PEs (`dp` by default; under `mpi`, the communicator's
-    ranks), with `params` (name -> array) as the initial parameters and zero optimizer state.
-    `flops_per_s` is each PE's kernel rate in virtual time, `costs` the links' (pam.costs)."""
+    """A training step loaded on the layout's ranks (`pes` must agree; under `mpi`, the
+    communicator's ranks), with `params` (name -> whole array) as the initial parameters and
+    zero optimizer state. `layout` defaults to Layout(dp=dp). `flops_per_s` is each PE's kernel
+    rate in virtual time, `costs` the links' (pam.costs). `release` false keeps every value of a
+    step until it ends (tests inspect them)."""
 
-    def __init__(self, module, params: dict[str, np.ndarray], *, pes: int | None = None,
-                 topology: str | None = None, dp: int = 1, flops_per_s: float = T800_FLOPS,
-                 mpi: bool = False, costs: CostModel = DEFAULT, seed: int = 0, kernels: dict | None = None,
-                 bucket_bytes: int | None = None):
-        if isinstance(dp, bool) or not isinstance(dp, int) or dp < 1:
-            raise LayoutError(f"dp must be a positive integer, got {dp!r}")
+    def __init__(self, module, params: dict[str, np.ndarray], *, layout: Layout | None = None,
+                 pes: int | None = None, topology: str | None = None, dp: int = 1,
+                 flops_per_s: float = T800_FLOPS, mpi: bool = False, costs: CostModel = DEFAULT,
+                 seed: int = 0, kernels: dict | None = None, bucket_bytes: int | None = None,
+                 release: bool = True):
+        if layout is None:
+            layout = Layout(dp=dp)
+        elif dp != 1 and dp != layout.dp:
+            raise LayoutError(f"dp = {dp} disagrees with the layout's dp = {layout.dp}")
+        self.layout = layout
+        ranks = layout.ranks
         self.comm = self.control = None
         self.steps_done = 0
         self.left: dict[int, int] = {}  # rank -> the steps it had done when it left the job
         if mpi:
             from pam.transport.mpi import comm_world
             self.comm = comm_world()
-            ranks = self.comm.Get_size()
-            if dp != ranks:
-                raise LayoutError(f"dp = {dp} does not match the {ranks} MPI ranks (ranks = dp)")
-            if pes is not None and pes != ranks:
-                raise LayoutError(f"--pes {pes} under mpiexec: the PEs are the {ranks} ranks")
-        elif pes is not None and pes != dp:
-            raise LayoutError(f"dp = {dp} needs {dp} PEs, not {pes} (PEs = dp)")
-        self.pes = dp
-        self.dp = dp
+            size = self.comm.Get_size()
+            if ranks != size:
+                raise LayoutError(f"the layout needs dp * tp * pp = {ranks} ranks, not the {size} MPI ranks")
+            if pes is not None and pes != size:
+                raise LayoutError(f"--pes {pes} under mpiexec: the PEs are the {size} ranks")
+        elif pes is not None and pes != ranks:
+            raise LayoutError(f"the layout needs dp * tp * pp = {ranks} PEs, not {pes}")
+        self.pes = ranks
+        self.dp = layout.dp
         try:
             self.topology = parse_topology(topology, self.pes)
         except TopologyError as e:
             raise LayoutError(str(e)) from None
         self.costs = costs
-        self.module = lower(module, dp, bucket_bytes)
-        self.graph: StepGraph = step_graph(self.module)
-        self._check_params(params)
-        groups = {"dp": (tuple(range(dp)),)}
-        comms = _sub_communicators(self.comm, self.graph, groups) if mpi else None
+        self.lowered: Lowered = lower(module, layout, bucket_bytes=bucket_bytes)
+        self.shapes = {n: tuple(np.shape(v)) for n, v in params.items()}  # the whole parameters'
+        self.graphs: list[StepGraph] = [step_graph(m) for m in self.lowered.stages]
+        self.module = self.lowered.stages[0]
+        self.graph = self.graphs[0]
+        groups = layout.groups()
+        comms = _sub_communicators(self.comm, self.graphs, groups) if mpi else None
         if mpi:
             self.control = self.comm.Dup()
-        self.runtime = TensorRuntime(self.module, kernels=kernels, flops_per_s=flops_per_s, costs=costs,
-                                     comms=comms, groups=groups)
+        self.runtimes = [TensorRuntime(m, kernels=kernels, flops_per_s=flops_per_s, costs=costs,
+                                       comms=comms, groups=groups, release=release)
+                         for m in self.lowered.stages]
+        self.runtime = self.runtimes[0]
         self.sim = Simulation(self.topology, costs, 0.0, seed) if self.pes > 1 and not mpi else None
         numbers = [self.comm.Get_rank()] if mpi else range(self.pes)
         self.local_pes: list[PE] = []
         for n in numbers:
             pe = PE(n, _no_output)
+            runtime = self.runtime_of(n)
             if self.sim is not None:
                 procs: dict = {}
                 pe.net = Net(pe, self.sim.transport(n), self.topology, procs, seed,
                              (lambda k: lambda: self.sim.clock[k])(n))
-                procs.update(self.runtime.load(pe))
+                procs.update(runtime.load(pe))
             else:
-                self.runtime.load(pe)
-            replica = self.runtime.replicas[n]
-            replica.persistent = {v.name: np.array(params[v.name], dtype=v.dtype) for v in self.graph.params}
-            replica.persistent.update({v.name: np.zeros(v.shape, v.dtype) for v in self.graph.states})
+                runtime.load(pe)
+            runtime.replicas[n].persistent = self._initial(n, runtime.graph, params)
             self.local_pes.append(pe)
         self.simulated = Simulated(self.local_pes, self.sim, self.runtime.batch) if self.sim is not None else None
 
-    def _check_params(self, params: dict[str, np.ndarray]) -> None:
-        for v in self.graph.params:
+    def runtime_of(self, rank: int) -> TensorRuntime:
+        """The runtime of the graph rank `rank` runs (its pipeline stage's)."""
+        return self.runtimes[self.layout.coordinates(rank).pp]
+
+    def replica_of(self, rank: int):
+        return self.runtime_of(rank).replicas[rank]
+
+    def _initial(self, rank: int, graph: StepGraph, params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Rank `rank`'s persistent values: its shard of each parameter, zero optimizer state."""
+        out = {}
+        for v in graph.params:
             if v.name not in params:
                 raise ValueError(f"no initial value for the parameter {v.name!r}")
-            if tuple(np.shape(params[v.name])) != v.shape:
+            part = shard(v.name, np.asarray(params[v.name]), self.layout, rank)
+            if part.shape != v.shape:
                 raise ValueError(f"parameter {v.name!r} has shape {list(np.shape(params[v.name]))}, "
-                                 f"the graph's is {list(v.shape)}")
+                                 f"its shard {list(part.shape)}; the graph's is {list(v.shape)}")
+            out[v.name] = np.array(part, dtype=v.dtype)
+        out.update({v.name: np.zeros(v.shape, v.dtype) for v in graph.states})
+        return out
 
     def _feeds(self, pe: int, batch: dict[str, np.ndarray], lr: float, step: int) -> dict[str, np.ndarray]:
         feeds = {}
-        for v in self.graph.inputs:
+        where = self.layout.coordinates(pe)
+        for v in self.runtime_of(pe).graph.inputs:
             if v.name == "lr":
                 value = lr
             elif v.name == "step":
                 value = step
+            elif v.name in COORDINATES:
+                value = getattr(where, COORDINATES[v.name])
             elif v.name in batch and not v.shape:
                 value = batch[v.name]
             elif v.name in batch:
@@ -136,7 +161,7 @@ class TensorJob:
                 if whole.shape != (rows * self.dp, *v.shape[1:]):
                     raise LayoutError(f"{v.name!r} has shape {list(whole.shape)}; the step takes "
                                       f"{[rows * self.dp, *v.shape[1:]]} ({self.dp} slice(s) of {rows})")
-                value = whole[pe * rows:(pe + 1) * rows]
+                value = whole[where.dp * rows:(where.dp + 1) * rows]
             else:
                 raise ValueError(f"the step needs the input {v.name!r}")
             feeds[v.name] = np.asarray(value, dtype=v.dtype)
@@ -146,7 +171,7 @@ class TensorJob:
         """One training step on the global `batch` ("tokens", "targets": [B, T]; each input
         that is not a scalar is split along dimension 0 among the dp ranks) with learning rate
         `lr` at step number `step` (1 for the first: Adam's bias correction)."""
-        replicas = [self.runtime.replicas[pe.number] for pe in self.local_pes]
+        replicas = [self.replica_of(pe.number) for pe in self.local_pes]
         for pe, replica in zip(self.local_pes, replicas):
             replica.start(self._feeds(pe.number, batch, lr, step))
         before = [(pe.instructions, pe.stats.received, pe.stats.bytes_sent) for pe in self.local_pes]
@@ -226,22 +251,43 @@ class TensorJob:
             compute = k.compute_instr * c.instruction
             comm = k.comm_instr * c.instruction + handled
             rows.append(PEStepStats(pe.number, compute, comm, max(0.0, time_s - busy), busy - compute - comm,
-                                    k.kernels, k.collectives, k.reduced_bytes, pe.stats.bytes_sent - sent, share))
+                                    k.kernels, k.collectives, k.reduced_bytes, pe.stats.bytes_sent - sent, share,
+                                    r.meter.report().to_json()))
         return StepStats("sim", time_s, wall, share, rows)
 
     def _wall_row(self, pe: PE, replica, wall: float, before) -> PEStepStats:
         k = replica.clock
         loop = max(0.0, wall - k.kernel_wall - k.comm_wall - k.idle_wall)
         return PEStepStats(pe.number, k.kernel_wall, k.comm_wall, k.idle_wall, loop, k.kernels, k.collectives,
-                           k.reduced_bytes, pe.stats.bytes_sent - before[2], loop / wall if wall > 0 else 0.0)
+                           k.reduced_bytes, pe.stats.bytes_sent - before[2], loop / wall if wall > 0 else 0.0,
+                           replica.meter.report().to_json())
 
     def _gather(self, row: PEStepStats) -> list[PEStepStats]:
         return list(self.comm.allgather(row))
 
     def parameters(self) -> dict[str, np.ndarray]:
-        """The full parameters (the same on every PE), by name."""
-        replica = self.runtime.replicas[self.local_pes[0].number]
-        return {v.name: replica.persistent[v.name] for v in self.graph.params}
+        """The whole parameters by GPT-2 name, gathered from every rank's shard (the same on
+        every rank; under mpiexec every rank takes part)."""
+        return self._whole(lambda graph: graph.params)
+
+    def optimizer_states(self) -> dict[str, np.ndarray]:
+        """AdamW's whole states ("m.<param>", "v.<param>"), gathered as `parameters`."""
+        return self._whole(lambda graph: graph.states)
+
+    def _whole(self, kind) -> dict[str, np.ndarray]:
+        mine = {pe.number: {v.name: self.replica_of(pe.number).persistent[v.name]
+                            for v in kind(self.runtime_of(pe.number).graph)} for pe in self.local_pes}
+        if self.comm is not None:
+            mine = {r: part for row in self.comm.allgather(mine) for r, part in row.items()}
+        out: dict[str, np.ndarray] = {}
+        for i, graph in enumerate(self.graphs):
+            for v in kind(graph):
+                if v.name in out:
+                    continue
+                shape = self.shapes[v.name[2:] if v.name.startswith(("m.", "v.")) else v.name]
+                parts = {r: values[v.name] for r, values in mine.items() if v.name in values}
+                out[v.name] = unshard(v.name, parts, shape, self.layout, pp=i)
+        return out
 
     def close(self) -> None:
         """The job cannot step after. Under mpiexec this rank tells the others that it has
@@ -260,35 +306,12 @@ class TensorJob:
         self.control = None
 
 
-def lower(module, dp: int, bucket_bytes: int | None = None):
-    """`module` lowered for `dp` data-parallel ranks (the pass tensor-data-parallel), unless it
-    already is; a StepGraph is taken as lowered."""
-    if isinstance(module, StepGraph):
-        return module
-    from hpgrem.ir.tensor import STEP
-
-    done = module.annotation(STEP, f"{DATA_PARALLEL}.dp")
-    if done is not None:
-        if done != dp:
-            raise LayoutError(f"the graph is lowered for dp = {done}, the layout asks dp = {dp}")
-        return module
-    if dp == 1:
-        return module
-    from hpgrem.passes import PassError, run_passes
-
-    options = {"dp": dp} if bucket_bytes is None else {"dp": dp, "bucket_bytes": bucket_bytes}
-    try:
-        return run_passes(module, [DATA_PARALLEL], analyses=False, options={DATA_PARALLEL: options})
-    except PassError as e:
-        raise LayoutError(str(e)) from None
-
-
-def _sub_communicators(comm, graph: StepGraph, groups: dict) -> dict:
-    """A communicator per group of the layout that the graph's collectives use (every rank
+def _sub_communicators(comm, graphs: list[StepGraph], groups: dict) -> dict:
+    """A communicator per group of the layout that the graphs' collectives use (every rank
     makes them in the same order, as MPI requires)."""
     from mpi4py import MPI
 
-    used = sorted({op.attrs["group"] for op in graph.ops if op.op in COLLECTIVES})
+    used = sorted({op.attrs["group"] for graph in graphs for op in graph.ops if op.op in COLLECTIVES})
     me = comm.Get_rank()
     comms = {}
     for name in used:
@@ -299,4 +322,4 @@ def _sub_communicators(comm, graph: StepGraph, groups: dict) -> dict:
     return comms
 
 
-__all__ = ["LayoutError", "StepResult", "TensorJob"]
+__all__ = ["Layout", "LayoutError", "StepResult", "TensorJob"]

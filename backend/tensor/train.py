@@ -31,6 +31,7 @@ class RunOptions:
     topology: str | None = None
     data: str | None = None  # a UTF-8 text file; None: the synthetic task
     flops_per_s: float | None = None  # the per-PE rate of virtual time (None: the runtime's)
+    resume: bool = False  # continue from the newest complete checkpoint in [checkpoint] dir
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +102,7 @@ class Trainer:
 
     def __init__(self, config: TrainConfig, options: RunOptions = RunOptions(), comm=None):
         from backend.tensor.gpt import ModelShape, build_training_step, init_params
-        from backend.tensor.job import LayoutError, TensorJob
+        from backend.tensor.job import Layout, LayoutError, TensorJob
         self.config = config = effective_config(config, options)
         self.options = options
         pes = layout_pes(config, options, comm)
@@ -112,12 +113,18 @@ class Trainer:
         params = init_params(self.shape, t.seed, t.dtype)
         rate = {} if options.flops_per_s is None else {"flops_per_s": options.flops_per_s}
         try:
-            self.job = TensorJob(module, params, pes=pes, topology=options.topology, dp=config.parallel.dp,
-                                 mpi=comm is not None, **rate)
+            self.job = TensorJob(module, params, layout=Layout.of_config(config), pes=pes,
+                                 topology=options.topology, mpi=comm is not None, **rate)
         except LayoutError as e:
             raise ConfigError(str(e)) from None
         self.step_count = 0
         self._held_out_module = None
+        from backend.tensor.job_state import state_shapes
+        from backend.tensor.persist import RunCheckpoints
+        self.checkpoints = RunCheckpoints(config, self.job, state_shapes(self.shape.param_shapes()),
+                                          options.data, comm)
+        if options.resume:
+            self.step_count = self.checkpoints.resume()
 
     def batch(self, step: int) -> tuple[np.ndarray, np.ndarray]:
         """The global batch of 1-based `step` (the same on every rank)."""
@@ -136,6 +143,7 @@ class Trainer:
         began = time.perf_counter()
         result = self.job.step(batch={"tokens": tokens, "targets": targets}, lr=lr, step=k)
         seconds = time.perf_counter() - began
+        self.checkpoints.after_step(k)
         held_out = self.held_out_loss() if measure_held_out and self.text is not None else None
         record = StepRecord(k, float(result.loss), self.config.tokens_per_step / seconds, lr,
                             float(result.grad_norm), held_out)
@@ -156,7 +164,10 @@ class Trainer:
         return self.job.parameters()
 
     def close(self) -> None:
-        self.job.close()
+        try:
+            self.checkpoints.close()
+        finally:
+            self.job.close()
 
 
 def held_out_steps(steps: int) -> set[int]:
@@ -173,7 +184,7 @@ def train(config: TrainConfig, options: RunOptions = RunOptions(), comm=None, *,
     result = TrainResult()
     measured = held_out_steps(config.train.steps) if report else set()
     try:
-        for _ in range(config.train.steps):
+        while trainer.step_count < config.train.steps:
             record, result.stats = trainer.step(trainer.step_count + 1 in measured)
             result.records.append(record)
             if on_step is not None:
