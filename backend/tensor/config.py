@@ -4,7 +4,7 @@ its keys overridden by command-line flags, checked whole before anything runs.
     [model]      n_layer n_head d_model seq_len vocab
     [train]      batch micro_batches steps lr warmup weight_decay clip seed dtype
     [parallel]   dp tp pp zero recompute offload schedule virtual_stages
-    [checkpoint] dir every keep
+    [checkpoint] dir every keep write peer_copy
 
 Every key has a default (the tiny model of examples/llm/tiny.toml). Part 1 of the tensor back
 end runs data parallelism only: any other layout is refused as "not supported yet (part 2)".
@@ -27,6 +27,8 @@ DTYPES = ("float32", "float64")
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 RECOMPUTE = ("none", "selective", "full")
 OFFLOAD = ("none", "optimizer", "params")
+CHECKPOINT_WRITES = ("sync", "async")
+PEER_COPIES = ("none", "checkpoint", "step")
 
 
 class ConfigError(UsageError):
@@ -75,11 +77,16 @@ class ParallelSection:
 
 @dataclass(frozen=True, slots=True)
 class CheckpointSection:
-    """[checkpoint]: sharded checkpoints (part 2); `every = 0` writes none."""
+    """[checkpoint]: sharded checkpoints (backend/tensor/checkpoint.py) every `every` steps
+    (0: none), the `keep` newest kept; `write` "async" overlaps writing with the next steps;
+    `peer_copy` keeps each rank's shard in a peer's memory too, "checkpoint" (at each
+    checkpoint) or "step" (after every step), to recover a failed PE without the disk."""
 
     dir: str = "checkpoints"
     every: int = 0
     keep: int = 2
+    write: str = "sync"
+    peer_copy: str = "none"
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +254,9 @@ def check(config: TrainConfig) -> None:
     if not t.clip >= 0:
         raise ConfigError(f"{src}: [train] clip must be zero (no clipping) or positive, got {t.clip}")
     for section, key, allowed in (("train", "dtype", DTYPES), ("parallel", "recompute", RECOMPUTE),
-                                  ("parallel", "offload", OFFLOAD), ("parallel", "schedule", SCHEDULES)):
+                                  ("parallel", "offload", OFFLOAD), ("parallel", "schedule", SCHEDULES),
+                                  ("checkpoint", "write", CHECKPOINT_WRITES),
+                                  ("checkpoint", "peer_copy", PEER_COPIES)):
         value = getattr(getattr(config, section), key)
         if value not in allowed:
             raise ConfigError(f"{src}: [{section}] {key} must be one of {', '.join(allowed)}, "
@@ -265,9 +274,6 @@ def check(config: TrainConfig) -> None:
                               f"(part 2); part 1 runs data parallelism only ({key} = {_toml_repr(default)})")
     if t.micro_batches != 1:
         raise ConfigError(f"{src}: [train] micro_batches = {t.micro_batches}: not supported yet (part 2)")
-    if config.checkpoint.every:
-        raise ConfigError(f"{src}: [checkpoint] every = {config.checkpoint.every}: checkpoints are "
-                          "not supported yet (part 2); use --save OUT for the final parameters")
 
 
 _MINIMUM = {"n_layer": 1, "vocab": 2, "warmup": 0, "seed": 0, "zero": 0, "every": 0, "keep": 1}

@@ -45,6 +45,8 @@ def train_parser() -> argparse.ArgumentParser:
     run.add_argument("--save", metavar="OUT.npz", help="write the final parameters (numpy .npz, GPT-2 names)")
     run.add_argument("--stats", action="store_true", help="print compute, communication and idle "
                      "time per PE on stderr")
+    run.add_argument("--resume", action="store_true", help="continue from the newest complete checkpoint "
+                     "in [checkpoint] dir (under any layout)")
     run.add_argument("--flops-per-s", type=_rate, metavar="F", help="each simulated PE's kernel rate "
                      "(FLOP/s) in virtual time")
     over = p.add_argument_group("configuration keys ([section] key)")
@@ -79,7 +81,8 @@ def cmd_train(argv: list[str], comm) -> int:
     except TomlSyntaxError as e:  # FILE:LINE:COL, the line and a caret (spec/cli.md)
         print(e.diagnostic.render(e.text), file=sys.stderr)
         return 2
-    options = RunOptions(pes=args.pes, topology=args.topology, data=args.data, flops_per_s=args.flops_per_s)
+    options = RunOptions(pes=args.pes, topology=args.topology, data=args.data, flops_per_s=args.flops_per_s,
+                         resume=args.resume)
     rank0 = comm is None or comm.Get_rank() == 0
     for out in (args.metrics, args.save):
         if out is not None:
