@@ -29,6 +29,7 @@ from pam.step import WaitAll, declare
 from pam.task import Task
 from pam.tensor.collectives import MPIAllReduce, SimAllReduce
 from pam.tensor.graph import COLLECTIVES, StepGraph, step_graph
+from pam.tensor.memory import MemoryMeter, category_of, nbytes
 from pam.terms import Var
 
 T800_FLOPS = 1.5e6  # a T800-20's sustained floating point rate: kernels keep its balance with its links
@@ -115,6 +116,28 @@ class Plan:
                                          self.slot[op.name], tuple(parts.get(op.name, ())), flops,
                                          round(flops * per_flop)))
         self.size = len(self.slot)
+        self._plan_memory()
+
+    def _plan_memory(self) -> None:
+        """What memory accounting needs: each slot's category, how many steps read it (it is
+        dropped after the last), the slots kept past the step (outputs and updates), and the
+        kernels that update a persistent value in place (their output takes the place of an
+        input that dies there, as an optimizer's in-place update)."""
+        graph = self.graph
+        params = frozenset(v.name for v in graph.params)
+        states = frozenset(v.name for v in graph.states)
+        names = sorted(self.slot, key=self.slot.__getitem__)
+        self.category = [category_of(name, params, states) for name in names]
+        self.readers = [0] * self.size
+        for s in self.steps:
+            for i in set(s.inputs):
+                self.readers[i] += 1
+        self.kept = [False] * self.size
+        for name in (*graph.outputs, *graph.updates.values()):
+            self.kept[self.slot[name]] = True
+        kept = self.kept
+        self.in_place = frozenset(s.output for s in self.steps if type(s) is KernelCall
+                                  and any(kept[slot] for _, slot in s.parts))
 
 
 class OpTask(Task):
@@ -173,6 +196,9 @@ class Replica:
         self.persistent: dict[str, np.ndarray] = {}
         self.round = 0  # steps started here: names a step's collective parts
         self.clock = Clock()
+        self.meter = MemoryMeter()
+        self.release = True  # drop dead values (False: keep all until the step ends, for tests)
+        self.pending: list[int] = []  # per slot: the steps still to read it in this step
 
     def start(self, feeds: dict[str, np.ndarray]) -> None:
         """Fresh variables for a new step, the persistent values and `feeds` bound, and every
@@ -181,8 +207,12 @@ class Replica:
         self.round += 1
         self.clock = Clock()
         slots = self.slots = [Var() for _ in range(plan.size)]
+        self.meter.reset()
+        self.pending = list(plan.readers)
         for name, value in (*self.persistent.items(), *feeds.items()):
-            slots[plan.slot[name]].val = value
+            slot = plan.slot[name]
+            slots[slot].val = value
+            self.meter.alloc(plan.category[slot], nbytes(value))
         for t in reversed(self.tasks):
             if type(t) is CollectiveTask:
                 t.reset()
@@ -197,20 +227,45 @@ class Replica:
     def value(self, name: str):
         return self.slots[self.plan.slot[name]].val
 
+    def produced(self, slot: int, value) -> None:
+        """Account `value`, just bound to `slot`; a value nothing reads nor keeps is dropped."""
+        plan = self.plan
+        self.meter.alloc(plan.category[slot], nbytes(value))
+        if not plan.readers[slot] and not plan.kept[slot]:
+            self.drop(slot)
+
+    def consumed(self, inputs: tuple[int, ...]) -> None:
+        """A step has read `inputs`: each one it was the last reader of is dropped."""
+        pending, kept = self.pending, self.plan.kept
+        for i in set(inputs):
+            pending[i] -= 1
+            if not pending[i] and not kept[i]:
+                self.drop(i)
+
+    def drop(self, slot: int) -> None:
+        """The value of `slot` is dead: uncounted, and released unless the runtime keeps
+        every value for inspection (`release` false)."""
+        var = self.slots[slot]
+        self.meter.free(self.plan.category[slot], nbytes(var.val))
+        if self.release:
+            var.val = None
+
 
 class TensorRuntime:
     """Loads a training step (a tensor-dialect module, or a StepGraph) onto PEs. `flops_per_s`
     is each PE's kernel rate; `groups` is the layout: for each group name of the graph's
     collectives, the PEs partitioned into groups of that name; `comms` maps a group (its PE
     numbers) to its MPI sub-communicator under mpiexec, None in one process (parts then travel
-    as messages)."""
+    as messages). `release` false keeps every value of a step until it ends (to inspect them);
+    the memory figures are the same either way."""
 
     batch = 1  # a kernel is a large step: a simulated PE looks at its messages after each
     counters = ("kernels", "collectives")
 
     def __init__(self, module, counting: bool = False, *, kernels: dict | None = None,
                  flops_per_s: float = T800_FLOPS, costs: CostModel = DEFAULT, comms: dict | None = None,
-                 groups: dict[str, tuple[tuple[int, ...], ...]] | None = None, feeds: dict | None = None):
+                 groups: dict[str, tuple[tuple[int, ...], ...]] | None = None, feeds: dict | None = None,
+                 release: bool = True):
         if kernels is None:
             from pam.tensor.kernels import KERNELS as kernels
         if not flops_per_s > 0:
@@ -223,13 +278,16 @@ class TensorRuntime:
         self.comms = comms
         self.groups = groups or {}
         self.feeds = feeds
+        self.release = release
         self.replicas: dict[int, Replica] = {}
         self.steps: dict[int, dict] = {}
 
     def load(self, pe, timeout: float | None = None) -> dict:
         replica = self.replicas[pe.number] = Replica(self.plan, pe, self._members(pe.number))
+        replica.release = self.release
         counting = self.counting
         counters = pe.stats.counters
+        in_place_outputs = self.plan.in_place
         per_flop = 1.0 / (self.flops_per_s * self.costs.instruction)
 
         @declare("tensor op", 1, OP_COST, key="tensor-op")
@@ -248,9 +306,16 @@ class TensorRuntime:
             clock.kernels += 1
             if counting:
                 counters["kernels"] += 1
+            in_place = k.output in in_place_outputs
+            if in_place:
+                replica.consumed(k.inputs)
             pe.bind(slots[k.output], value)
+            replica.produced(k.output, value)
             for index, slot in k.parts:
                 pe.bind(slots[slot], value[index])
+                replica.produced(slot, value[index])
+            if not in_place:
+                replica.consumed(k.inputs)
             return None
 
         allreduce = (SimAllReduce if self.comms is None else MPIAllReduce)(replica, pe, per_flop, self.comms)
@@ -266,6 +331,8 @@ class TensorRuntime:
                     return WaitAll(unbound)
                 began = perf_counter()
                 task.buffer = np.concatenate([slots[i].val.ravel() for i in b.inputs]).astype(b.dtype, copy=False)
+                replica.meter.alloc("communication", task.buffer.nbytes)
+                replica.consumed(b.inputs)
                 clock.collectives += 1
                 clock.reduced_bytes += task.buffer.nbytes
                 if counting:
@@ -285,8 +352,11 @@ class TensorRuntime:
             offset = 0
             for i, shape in zip(b.outputs, b.shapes):
                 n = int(np.prod(shape))
-                pe.bind(slots[i], buffer[offset:offset + n].reshape(shape))
+                part = buffer[offset:offset + n].reshape(shape)
+                pe.bind(slots[i], part)
+                replica.produced(i, part)
                 offset += n
+            replica.meter.free("communication", buffer.nbytes)
             task.buffer = task.chunks = None
             clock.comm_wall += perf_counter() - began
             return None

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from pam.tensor.memory import CATEGORIES
+
 
 @dataclass(slots=True)
 class PEStepStats:
@@ -30,6 +32,7 @@ class PEStepStats:
     reduced_bytes: int = 0  # bytes of the buckets this PE all-reduced
     bytes_sent: int = 0  # bytes of the messages it sent (simulated mode: collectives' parts and the machine's own)
     loop_share: float = 0.0  # wall clock: its PE loop's share of the step
+    memory: dict = field(default_factory=dict)  # pam.tensor.memory.MemoryReport.to_json()
 
 
 @dataclass(slots=True)
@@ -54,10 +57,24 @@ class StepStats:
             lines.append("  ".join(f"{x:>12.6f}" if isinstance(x, float) else f"{x:>12}"
                                    for x in (p.pe, p.compute_s, p.comm_s, p.idle_s, p.loop_s,
                                              p.kernels, p.collectives, p.loop_share)))
+        if any(p.memory for p in self.per_pe):
+            lines.append(memory_table(self.per_pe))
         time = "virtual" if self.mode == "sim" else "wall"
         lines.append(f"step: {self.time_s:.6f} s {time} on {len(self.per_pe)} PE(s) ({self.mode}), "
                      f"wall {self.wall_s:.6f} s, PE loop {100 * self.loop_share:.1f}% of the wall time")
         return "\n".join(lines)
 
 
-__all__ = ["PEStepStats", "StepStats"]
+def memory_table(per_pe: list[PEStepStats]) -> str:
+    """Each PE's peak bytes by category (each its own peak), the peak of their sum, and the
+    bytes held on the host (offload)."""
+    head = ("pe", *CATEGORIES, "peak", "host")
+    lines = ["  ".join(f"{h:>13}" for h in head)]
+    for p in per_pe:
+        m = p.memory
+        row = (p.pe, *(m["peak"][c] for c in CATEGORIES), m["peak_total"], sum(m["host"].values()))
+        lines.append("  ".join(f"{x:>13}" for x in row))
+    return "peak memory (bytes):\n" + "\n".join(lines)
+
+
+__all__ = ["PEStepStats", "StepStats", "memory_table"]

@@ -1,0 +1,118 @@
+"""Memory accounting of a training step: the live tensor bytes of one PE by category.
+
+Every value of the step graph is counted from the moment its op binds it to the moment its
+last reader has run (the runtime then drops it, so the peak is the one a freeing allocator
+reaches, not the sum of every value of the step). A value's category follows from its name
+and from the graph's parameters and states (the passes name what they make, see
+`category_of`); the runtime's own buffers (a collective's flattened bucket) are
+"communication". `host` counts the bytes an offload moved off the device (backend's offload
+pass): device and host are reported apart.
+
+The figures are numpy's `nbytes` of each value as if it had its own buffer (a view, such as a
+collective's outputs over its bucket, is counted once the buffer is released).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+CATEGORIES = ("parameters", "gradients", "optimizer", "activations", "communication")
+"""The categories, in the order reports list them."""
+
+GRAD = "grad."
+NEW = "new."
+
+
+def category_of(name: str, params: frozenset[str], states: frozenset[str]) -> str:
+    """The category of the value `name`: a parameter and its update "new.<param>"; a state
+    (AdamW's "m.<param>", "v.<param>") and its update; "grad.<param>" and what a pass builds
+    it from ("grad.<param>.part", ".sum", ".local", ...); everything else (inputs, forward
+    values, activations' gradients, scalars) is an activation."""
+    if name in params:
+        return "parameters"
+    if name in states:
+        return "optimizer"
+    if name.startswith(NEW):
+        rest = name[len(NEW):]
+        if rest in params:
+            return "parameters"
+        if rest in states:
+            return "optimizer"
+    if name.startswith(GRAD) and _names_one_of(name[len(GRAD):], params):
+        return "gradients"
+    return "activations"
+
+
+def _names_one_of(name: str, params: frozenset[str]) -> bool:
+    """Whether `name` is a parameter's name or one with a dotted suffix."""
+    parts = name.split(".")
+    return any(".".join(parts[:k]) in params for k in range(1, len(parts) + 1))
+
+
+@dataclass(slots=True)
+class MemoryReport:
+    """One PE's step: the peak of each category (each its own maximum), the peak of the sum and
+    the categories at that moment; `host` the bytes held off the device by category (peak)."""
+
+    peak: dict[str, int] = field(default_factory=dict)
+    peak_total: int = 0
+    at_peak: dict[str, int] = field(default_factory=dict)
+    host: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+class MemoryMeter:
+    """Live bytes by category on one PE, with the peaks since `reset`."""
+
+    __slots__ = ("live", "peak", "total", "peak_total", "at_peak", "host", "host_peak")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """A new step: nothing live."""
+        self.live = dict.fromkeys(CATEGORIES, 0)
+        self.peak = dict.fromkeys(CATEGORIES, 0)
+        self.host = dict.fromkeys(CATEGORIES, 0)
+        self.host_peak = dict.fromkeys(CATEGORIES, 0)
+        self.total = self.peak_total = 0
+        self.at_peak = dict(self.live)
+
+    def alloc(self, category: str, nbytes: int) -> None:
+        live = self.live[category] + nbytes
+        self.live[category] = live
+        if live > self.peak[category]:
+            self.peak[category] = live
+        self.total += nbytes
+        if self.total > self.peak_total:
+            self.peak_total = self.total
+            self.at_peak = dict(self.live)
+
+    def free(self, category: str, nbytes: int) -> None:
+        self.live[category] -= nbytes
+        self.total -= nbytes
+
+    def to_host(self, category: str, nbytes: int) -> None:
+        """`nbytes` of `category` leave the device for the host."""
+        self.free(category, nbytes)
+        live = self.host[category] + nbytes
+        self.host[category] = live
+        self.host_peak[category] = max(self.host_peak[category], live)
+
+    def to_device(self, category: str, nbytes: int) -> None:
+        """`nbytes` of `category` come back from the host."""
+        self.host[category] -= nbytes
+        self.alloc(category, nbytes)
+
+    def report(self) -> MemoryReport:
+        return MemoryReport(dict(self.peak), self.peak_total, dict(self.at_peak), dict(self.host_peak))
+
+
+def nbytes(value) -> int:
+    """The bytes of a bound value (a tuple-valued op's result counts nothing: its parts do)."""
+    return 0 if type(value) is tuple else int(getattr(value, "nbytes", 0))
+
+
+__all__ = ["CATEGORIES", "MemoryMeter", "MemoryReport", "category_of", "nbytes"]
