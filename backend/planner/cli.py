@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also run DeepSpeed's ZeRO-2/3 model-state estimator")
     ask.add_argument("--largest-layer-params", type=parse_quantity,
                      help="parameters of the largest layer (DeepSpeed ZeRO-3 estimator)")
+    ask.add_argument("--zero-init", type=int, choices=(0, 1),
+                     help="DeepSpeed ZeRO-3 estimator: 1 if the model is built partitioned "
+                          "(deepspeed.zero.Init, the default), 0 if whole on every GPU first")
     ask.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
@@ -194,11 +197,14 @@ def run_plan(args: argparse.Namespace, model: ModelConfig | None, gpus: int, hw:
         gpn = args.gpus_per_node or min(hw.gpus_per_node, gpus)
         nodes = args.nodes or math.ceil(gpus / gpn)
         largest_layer = args.largest_layer_params or (model.largest_layer_params if model else None)
-        result = estimate(layout.zero, layout.offload, total_params, largest_layer, gpn, nodes)
-        out["estimator"] = estimate_json(layout.zero, result, gpn, nodes)
+        zero_init = None if args.zero_init is None else bool(args.zero_init)
+        result = estimate(layout.zero, layout.offload, total_params, largest_layer, gpn, nodes, zero_init)
+        out["estimator"] = estimate_json(layout.zero, result, gpn, nodes, zero_init)
         text.append(f"DeepSpeed ZeRO-{layout.zero} estimator ({nodes} node(s) x {gpn} GPUs, "
                     f"offload {layout.offload}): {result.gpu_bytes / 2**30:.2f} GiB per GPU, "
                     f"{result.cpu_bytes / 2**30:.2f} GiB host memory per node")
+    if args.zero_init is not None and args.estimator != "deepspeed":
+        raise PlanError("--zero-init is an option of --estimator deepspeed")
     if not text:
         raise PlanError("nothing to plan: give --model NAME, a shape (--layers --hidden --heads "
                         "--vocab --seq), --params N or --max-params")

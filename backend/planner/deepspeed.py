@@ -77,10 +77,14 @@ def zero3_estimate(total_params: float, largest_layer_params: float, gpus_per_no
 
 
 def estimate(zero: int, offload: str, total_params: float, largest_layer_params: float | None,
-             gpus_per_node: int, nodes: int) -> Estimate:
-    """The estimator for ``zero`` with the planner's ``offload`` choice mapped onto DeepSpeed's."""
+             gpus_per_node: int, nodes: int, zero_init: bool | None = None) -> Estimate:
+    """The estimator for ``zero`` with the planner's ``offload`` choice mapped onto DeepSpeed's;
+    ``zero_init`` (ZeRO-3 only; None: DeepSpeed's default, true) says whether the model was built
+    under ``deepspeed.zero.Init``, partitioned as it is made."""
     if gpus_per_node <= 0 or nodes <= 0:
         raise PlanError("--gpus-per-node and --nodes must be positive")
+    if zero_init is not None and zero != 3:
+        raise PlanError("--zero-init is an option of the ZeRO-3 estimator; pass --zero 3")
     if zero == 2:
         if offload == "params":
             raise PlanError("DeepSpeed offloads parameters only under ZeRO-3")
@@ -89,5 +93,6 @@ def estimate(zero: int, offload: str, total_params: float, largest_layer_params:
         if largest_layer_params is None:
             raise PlanError("the ZeRO-3 estimator needs --largest-layer-params (or a model shape)")
         return zero3_estimate(total_params, largest_layer_params, gpus_per_node, nodes,
-                              cpu_offload=offload != "none", cpu_offload_params=offload == "params")
+                              cpu_offload=offload != "none", cpu_offload_params=offload == "params",
+                              zero_init=True if zero_init is None else zero_init)
     raise PlanError("--estimator deepspeed covers ZeRO stages 2 and 3; pass --zero 2 or --zero 3")

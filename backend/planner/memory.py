@@ -17,6 +17,36 @@ GRAD_BYTES = 2
 ADAM_K = 12
 """Bytes of optimizer state per parameter for mixed-precision Adam (ZeRO's K)."""
 
+
+
+@dataclass(frozen=True, slots=True)
+class Precision:
+    """What one stored element costs. The default is the mixed precision of the papers: 2-byte
+    parameters, gradients and activations, K = 12 bytes of Adam state per parameter, fp32
+    logits for the cross-entropy, 1-byte dropout masks. hpgrem's own runtime (`runtime_precision`)
+    trains in one dtype throughout, without dropout, and its GELU keeps its tanh for the backward."""
+
+    value: int = PARAM_BYTES
+    """Bytes of one parameter, gradient or activation element."""
+    optimizer: int = ADAM_K
+    """Bytes of optimizer state per parameter."""
+    logits: int = 4
+    """Bytes of one logit kept for the cross-entropy's backward."""
+    dropout: bool = True
+    """Dropout masks (1 byte per element) are kept for the backward."""
+    gelu_tanh: bool = False
+    """The GELU's backward reads its tanh (4sbh/t elements) beside its input."""
+
+
+MIXED = Precision()
+
+
+def runtime_precision(itemsize: int) -> Precision:
+    """hpgrem's tensor runtime in a dtype of `itemsize` bytes: AdamW's m and v (no master copy),
+    no dropout, the GELU's tanh kept (pam/tensor/kernels.py)."""
+    return Precision(itemsize, 2 * itemsize, itemsize, False, True)
+
+
 DDP_BUCKET_BYTES = 25 * 2**20
 """PyTorch DistributedDataParallel's default gradient bucket (bucket_cap_mb = 25)."""
 DEEPSPEED_BUCKET_ELEMENTS = 500_000_000
@@ -55,7 +85,8 @@ class ModelStates:
         return self.parameters + self.gradients + self.optimizer
 
 
-def model_states(params_on_gpu: float, zero: int, dp: int, offload: str = "none") -> ModelStates:
+def model_states(params_on_gpu: float, zero: int, dp: int, offload: str = "none",
+                 precision: Precision = MIXED) -> ModelStates:
     """Split ``params_on_gpu`` parameters' states by ZeRO stage and offload choice.
 
     ZeRO-1 shards the optimizer state over the ``dp`` group, ZeRO-2 the gradients too, ZeRO-3 the
@@ -64,9 +95,9 @@ def model_states(params_on_gpu: float, zero: int, dp: int, offload: str = "none"
     parameters (ZeRO-Infinity, ZeRO-3 only) moves all three.
     """
     psi = params_on_gpu
-    parameters = PARAM_BYTES * psi / (dp if zero >= 3 else 1)
-    gradients = GRAD_BYTES * psi / (dp if zero >= 2 else 1)
-    optimizer = ADAM_K * psi / (dp if zero >= 1 else 1)
+    parameters = precision.value * psi / (dp if zero >= 3 else 1)
+    gradients = precision.value * psi / (dp if zero >= 2 else 1)
+    optimizer = precision.optimizer * psi / (dp if zero >= 1 else 1)
     host = 0.0
     if offload in ("optimizer", "params"):
         host, optimizer = host + optimizer, 0.0
@@ -116,7 +147,8 @@ def stages(layout: Layout) -> tuple[str, ...]:
 
 
 def activation_bytes_per_layer(model: ModelConfig, micro_batch: int, tp: int = 1,
-                               sequence_parallel: bool = False, recompute: str = "none") -> float:
+                               sequence_parallel: bool = False, recompute: str = "none",
+                               precision: Precision = MIXED) -> float:
     """Activation bytes one transformer layer keeps for backward, for one micro-batch.
 
     Korthikanti et al. 2022, Table 2 (2-byte activations, 1-byte dropout masks):
@@ -124,15 +156,24 @@ def activation_bytes_per_layer(model: ModelConfig, micro_batch: int, tp: int = 1
     parallel sbh(34/t + 5as/(ht)); selective recomputation drops the 5as/(ht) term; full
     recomputation keeps only the layer input, 2sbh, which sequence parallelism also splits t ways
     (Megatron checkpoints the sequence-parallel input; the paper's row assumes no split).
+
+    Another `precision` re-counts the same stored tensors: e bytes per element, the replicated
+    4sbh elements (two LayerNorm inputs, the QKV and MLP inputs) and 2sbh mask bytes, the split
+    12sbh elements (Q, K, V, the projection's input, the MLP's 4h GELU input and output; with
+    the GELU's tanh 4sbh more), and per attention score e bytes of softmax, 1 of mask and e of
+    dropout output.
     """
     s, b, h, a, t = model.seq, micro_batch, model.hidden, model.heads, tp
     sbh = s * b * h
+    e, masks = precision.value, 1 if precision.dropout else 0
     if recompute == "full":
-        return 2 * sbh / t if sequence_parallel else 2 * sbh
-    linear = 34 / t if sequence_parallel else 10 + 24 / t
+        return e * sbh / t if sequence_parallel else e * sbh
+    replicated = 4 * e + 2 * masks
+    split = 12 * e + (4 * e if precision.gelu_tanh else 0)
+    linear = (replicated + split) / t if sequence_parallel else replicated + split / t
     if recompute == "selective":
         return sbh * linear
-    return sbh * (linear + 5 * a * s / (h * t))
+    return sbh * (linear + (e + masks * (1 + e)) * a * s / (h * t))
 
 
 def chunks_in_flight(layout: Layout, rank: int) -> int:
@@ -177,7 +218,8 @@ class StageActivations:
         return self.layers + self.embedding + self.output + self.working_set
 
 
-def stage_activations(model: ModelConfig, layout: Layout, stage: str) -> StageActivations:
+def stage_activations(model: ModelConfig, layout: Layout, stage: str,
+                      precision: Precision = MIXED) -> StageActivations:
     """Peak activation bytes on one GPU of ``stage``, Korthikanti et al. 2022, §4.2.3 and §4.3.
 
     For the first stage under 1F1B with m ≥ p this is their Eq. 5, (sbhL/t)(34 + 5as/h) with
@@ -187,21 +229,24 @@ def stage_activations(model: ModelConfig, layout: Layout, stage: str) -> StageAc
     s, b, h = model.seq, layout.micro_batch, model.hidden
     split = t if layout.sequence_parallel else 1
     rank = 0 if stage in ("first", "only") else p - 1
-    per_layer = activation_bytes_per_layer(model, b, t, layout.sequence_parallel, layout.recompute)
+    per_layer = activation_bytes_per_layer(model, b, t, layout.sequence_parallel, layout.recompute, precision)
     layers = per_layer * chunks_in_flight(layout, rank) * model.layers / (p * v)
     in_flight = microbatches_in_flight(layout, rank)
-    embedding = s * b * h / split * in_flight if stage in ("first", "only") else 0.0
+    embedding = 0.0
+    if stage in ("first", "only") and precision.dropout:
+        embedding = s * b * h / split * in_flight
     output = 0.0
     if stage in ("last", "only"):
-        output = (4 * s * b * h / split + 4 * s * b * model.vocab / t) * in_flight
+        output = (2 * precision.value * s * b * h / split + precision.logits * s * b * model.vocab / t) * in_flight
     working_set = 0.0
     if layout.recompute != "none":
-        full = activation_bytes_per_layer(model, b, t, layout.sequence_parallel, "none")
+        full = activation_bytes_per_layer(model, b, t, layout.sequence_parallel, "none", precision)
         working_set = full - per_layer
     return StageActivations(layers, embedding, output, working_set)
 
 
-def buffer_bytes(model: ModelConfig | None, layout: Layout, params_gpu: float) -> float:
+def buffer_bytes(model: ModelConfig | None, layout: Layout, params_gpu: float,
+                 precision: Precision = MIXED) -> float:
     """Communication buffers on one GPU (assumed sizes; docs/planner.md).
 
     Tensor parallel: one gathered activation, 2sbh. Pipeline: send and receive buffers for the
@@ -214,20 +259,20 @@ def buffer_bytes(model: ModelConfig | None, layout: Layout, params_gpu: float) -
     total = 0.0
     t, p, d = layout.tp, layout.pp, layout.dp
     if model is not None:
-        activation = 2 * model.seq * layout.micro_batch * model.hidden
+        activation = precision.value * model.seq * layout.micro_batch * model.hidden
         if t > 1:
             total += activation
         if p > 1:
             total += 4 * activation / t
-    grads = GRAD_BYTES * params_gpu
-    bucket = min(GRAD_BYTES * DEEPSPEED_BUCKET_ELEMENTS, grads)
+    grads = precision.value * params_gpu
+    bucket = min(precision.value * DEEPSPEED_BUCKET_ELEMENTS, grads)
     if d > 1 and layout.zero == 0:
         total += min(DDP_BUCKET_BYTES, grads)
     elif d > 1 and layout.zero in (1, 2):
         total += 2 * bucket
     elif d > 1 and layout.zero == 3:
         largest = model.largest_layer_params / t if model is not None else 0.0
-        total += 2 * PARAM_BYTES * largest + bucket
+        total += 2 * precision.value * largest + bucket
     return total
 
 
@@ -251,15 +296,21 @@ class MemoryBreakdown:
                 + self.buffers)
 
 
-def memory_per_gpu(model: ModelConfig, layout: Layout) -> MemoryBreakdown:
+def memory_of_stage(model: ModelConfig, layout: Layout, stage: str,
+                    precision: Precision = MIXED) -> MemoryBreakdown:
+    """The memory of one GPU of pipeline stage ``stage`` (``first``, ``last`` or ``only``)."""
+    psi = params_on_gpu(model, layout.tp, layout.pp, stage)
+    states = model_states(psi, layout.zero, layout.dp, layout.offload, precision)
+    acts = stage_activations(model, layout, stage, precision).total
+    return MemoryBreakdown(stage, states.parameters, states.gradients, states.optimizer,
+                           acts, buffer_bytes(model, layout, psi, precision), states.host)
+
+
+def memory_per_gpu(model: ModelConfig, layout: Layout, precision: Precision = MIXED) -> MemoryBreakdown:
     """The largest per-GPU memory over the pipeline's stages."""
     best: MemoryBreakdown | None = None
     for stage in stages(layout):
-        psi = params_on_gpu(model, layout.tp, layout.pp, stage)
-        states = model_states(psi, layout.zero, layout.dp, layout.offload)
-        acts = stage_activations(model, layout, stage).total
-        candidate = MemoryBreakdown(stage, states.parameters, states.gradients, states.optimizer,
-                                    acts, buffer_bytes(model, layout, psi), states.host)
+        candidate = memory_of_stage(model, layout, stage, precision)
         if best is None or candidate.total > best.total:
             best = candidate
     assert best is not None

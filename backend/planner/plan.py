@@ -51,6 +51,9 @@ class Plan:
     time_model: str
     """``hardware`` (predicted from the hardware description) or ``achieved`` (--achieved-flops)."""
     tokens: float | None
+    layers_first_stage: float | None = None
+    """The transformer layers' part of ``first_stage``: Korthikanti et al.'s Eq. 5 (Eq. 6 with
+    the interleaving factor 1 + (p - 1)/(p·v)), without embedding, output layer or working set."""
 
     @property
     def step_time_s(self) -> float:
@@ -117,7 +120,8 @@ def make_plan(model: ModelConfig | None, hardware: Hardware, layout: Layout, *,
         per_layer = activation_bytes_per_layer(model, layout.micro_batch, layout.tp,
                                                layout.sequence_parallel, layout.recompute)
         first = "only" if layout.pp == 1 else "first"
-        first_stage = stage_activations(model, layout, first).total
+        first_acts = stage_activations(model, layout, first)
+        first_stage, layers_first_stage = first_acts.total, first_acts.layers
         hw_flops = hardware_flops(model, B, layout.recompute)
         mdl_flops = model_flops(model, B)
         params_gpu = params_on_gpu(model, layout.tp, layout.pp, first)
@@ -128,7 +132,7 @@ def make_plan(model: ModelConfig | None, hardware: Hardware, layout: Layout, *,
         total_params = float(params)
         seq_len = seq if seq is not None else 2048
         memory = memory_from_params(total_params, layout)
-        per_layer = first_stage = None
+        per_layer = first_stage = layers_first_stage = None
         mdl_flops, hw_flops = flops_from_params(total_params, B * seq_len, layout.recompute)
         params_gpu = total_params / layout.model_parallel
     if achieved_flops is not None:
@@ -138,4 +142,4 @@ def make_plan(model: ModelConfig | None, hardware: Hardware, layout: Layout, *,
         step = step_time(model, params_gpu, layout, hardware, hw_flops)
         time_model = "hardware"
     return Plan(model, total_params, params_gpu, seq_len, hardware, layout, memory, per_layer,
-                first_stage, hw_flops, mdl_flops, step, time_model, tokens)
+                first_stage, hw_flops, mdl_flops, step, time_model, tokens, layers_first_stage)

@@ -95,6 +95,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "activations": {
             "per_layer": _bytes(plan.per_layer),
             "first_stage": _bytes(plan.first_stage),
+            "layers_first_stage": _bytes(plan.layers_first_stage),
         },
         "flops_per_iteration": plan.flops_per_iteration,
         "model_flops_per_iteration": plan.model_flops_per_iteration,
@@ -117,9 +118,13 @@ def plan_json(plan: Plan) -> dict[str, Any]:
     }
 
 
-def estimate_json(zero: int, estimate: Estimate, gpus_per_node: int, nodes: int) -> dict[str, Any]:
-    return {"name": f"deepspeed-zero{zero}", "gpu_bytes": estimate.gpu_bytes,
-            "cpu_bytes": estimate.cpu_bytes, "gpus_per_node": gpus_per_node, "nodes": nodes}
+def estimate_json(zero: int, estimate: Estimate, gpus_per_node: int, nodes: int,
+                  zero_init: bool | None = None) -> dict[str, Any]:
+    out = {"name": f"deepspeed-zero{zero}", "gpu_bytes": estimate.gpu_bytes,
+           "cpu_bytes": estimate.cpu_bytes, "gpus_per_node": gpus_per_node, "nodes": nodes}
+    if zero == 3:
+        out["zero_init"] = True if zero_init is None else zero_init
+    return out
 
 
 def search_json(result: SearchResult, model_name: str, gpus: int, hw: Hardware,
