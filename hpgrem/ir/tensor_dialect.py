@@ -262,14 +262,25 @@ def _parts(attrs, ts: list[Type]) -> tuple[int, ...]:
 
 def _reduce_scatter(attrs, ts: list[Type]) -> Type:
     shape = _parts(attrs, ts)
-    if shape[0] % attrs["ranks"]:
-        raise ShapeError(f"dimension 0 ({shape[0]}) is not divisible by {attrs['ranks']} ranks")
-    return (shape[0] // attrs["ranks"], *shape[1:]), _float(ts[0], "the operand")
+    if attrs["reduce"] not in ("sum", "mean"):
+        raise ShapeError(f"reduce is \"sum\" or \"mean\", not {attrs['reduce']!r}")
+    return (-(-shape[0] // attrs["ranks"]), *shape[1:]), _float(ts[0], "the operand")
 
 
 def _all_gather(attrs, ts: list[Type]) -> Type:
     shape = _parts(attrs, ts)
-    return (shape[0] * attrs["ranks"], *shape[1:]), _float(ts[0], "the operand")
+    whole = shape[0] * attrs["ranks"]
+    size = attrs["size"] or whole
+    if not whole - shape[0] < size <= whole:
+        raise ShapeError(f"size {size} does not fit {attrs['ranks']} parts of {shape[0]}")
+    return (size, *shape[1:]), _float(ts[0], "the operand")
+
+
+def _shard(attrs, ts: list[Type]) -> Type:
+    shape = _parts(attrs, ts[:1])
+    if ts[1] != ((), "int64"):
+        raise ShapeError("shard takes the int64 scalar index of the rank's part")
+    return (-(-shape[0] // attrs["ranks"]), *shape[1:]), _float(ts[0], "the operand")
 
 
 _SHAPE = (tuple, None)
@@ -318,10 +329,18 @@ OPS: dict[str, OpSig] = {
     "allreduce": OpSig(1, _collective, {**_GROUP, "reduce": (str, "mean")},
                        doc="the sum (reduce \"sum\") or mean (\"mean\") of the input over the ranks of `group`; "
                            "the ops of one `bucket` travel as one message"),
-    "reduce_scatter": OpSig(1, _reduce_scatter, {**_GROUP, "ranks": (int, None)},
-                            doc="the sum over the group, each rank keeping its part of dimension 0"),
-    "all_gather": OpSig(1, _all_gather, {**_GROUP, "ranks": (int, None)},
-                        doc="the ranks' parts concatenated along dimension 0"),
+    "reduce_scatter": OpSig(1, _reduce_scatter, {**_GROUP, "ranks": (int, None), "reduce": (str, "sum")},
+                            doc="the sum (or mean) over the group, each rank keeping its part of dimension 0 "
+                                "(zero-padded to a multiple of ranks)"),
+    "all_gather": OpSig(1, _all_gather, {**_GROUP, "ranks": (int, None), "size": (int, 0)},
+                        doc="the ranks' parts concatenated along dimension 0, cut to `size` (0: all)"),
+    "parallel_copy": OpSig(1, _elementwise, {"group": (str, "")},
+                           doc="the input itself; its gradient is the sum over `group` (Megatron's f)"),
+    # what the parallel passes compute locally
+    "shard": OpSig(2, _shard, {"ranks": (int, None)},
+                   doc="(x, index) -> part `index` of dimension 0 split in `ranks` (zero-padded)"),
+    "sum_squares": OpSig(None, _scalar, doc="the sum of squares of all inputs"),
+    "sqrt": OpSig(1, _elementwise, doc="the square root"),
 }
 """Every tensor op: its inputs, attributes and inference."""
 

@@ -59,6 +59,8 @@ PASS_TABLE: dict[str, str | type] = {
     "aggregate": "hpgrem.passes.aggregate:Aggregate",
     "tensor-autodiff": "hpgrem.passes.autodiff:TensorAutodiff",
     "tensor-data-parallel": "hpgrem.passes.data_parallel:DataParallel",
+    "tensor-parallel": "hpgrem.passes.tensor_parallel:TensorParallel",
+    "tensor-pipeline": "hpgrem.passes.pipeline:Pipeline",
 }
 
 ANALYSIS_TABLE: dict[str, str | type] = {
@@ -69,7 +71,7 @@ ANALYSIS_TABLE: dict[str, str | type] = {
 
 # Lowerings change what a module computes (a forward graph gains its gradients; a step is split
 # over data-parallel ranks): they run when named (`--passes`, the trainer), never by a level.
-LOWERINGS: frozenset[str] = frozenset({"tensor-autodiff", "tensor-data-parallel"})
+LOWERINGS: frozenset[str] = frozenset({"tensor-autodiff", "tensor-data-parallel", "tensor-parallel", "tensor-pipeline"})
 
 LEVELS: dict[int, tuple[str, ...]] = {
     0: (),

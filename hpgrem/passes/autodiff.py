@@ -193,11 +193,26 @@ def _cross_entropy(bw: _Backward, op: Op, attrs: dict, grads: dict[int, str]) ->
     bw.contribute(logits, lambda name: bw.b.op("cross_entropy_grad", grads[0], probs, targets, name=name))
 
 
+def _allreduce(bw: _Backward, op: Op, attrs: dict, g: str) -> None:
+    # a sum over the group of values every rank then holds: each rank's part gets the same
+    # gradient (Megatron's g: the backward is the identity)
+    if attrs["reduce"] != "sum":
+        raise NotImplementedError("tensor-autodiff: only an allreduce \"sum\" has a gradient")
+    bw.contribute(op.inputs[0], lambda name: g)
+
+
+def _parallel_copy(bw: _Backward, op: Op, attrs: dict, g: str) -> None:
+    # Megatron's f: each rank's use contributes a part; the input's gradient is their sum
+    bw.contribute(op.inputs[0], lambda name: bw.b.op("allreduce", g, name=name, group=attrs["group"],
+                                                     reduce="sum"))
+
+
 RULES: dict[str, GradRule] = {
     "add": _add, "reshape": _reshape, "matmul": _matmul, "linear": _linear, "layernorm": _layernorm,
     "gelu": _gelu,
     "softmax": _softmax,
     "embedding": _embedding, "causal_attention": _attention, "cross_entropy": _cross_entropy,
+    "allreduce": _allreduce, "parallel_copy": _parallel_copy,
 }
 """The ops that can be differentiated; a tuple-valued op's rule takes {component: gradient}."""
 

@@ -27,8 +27,12 @@ def decays(shape: tuple[int, ...]) -> bool:
 
 
 def append_adamw(module: Module, *, weight_decay: float = 0.0, clip: float = 1.0,
-                 betas: tuple[float, float] = (0.9, 0.95), eps: float = 1e-8) -> Module:
-    """`module` with clipping and AdamW appended (see the module's docstring)."""
+                 betas: tuple[float, float] = (0.9, 0.95), eps: float = 1e-8,
+                 sharded: dict[str, str] | None = None) -> Module:
+    """`module` with clipping and AdamW appended (see the module's docstring). `sharded` maps
+    a parameter that each rank of a group holds a part of to that group's name: the norm then
+    sums its squares over the group ("sum_squares", an allreduce "sum", "sqrt"), and counts
+    each other parameter once."""
     key, graph = next(iter(module.rules.items()))
     params = graph.params()
     if not params:
@@ -39,7 +43,7 @@ def append_adamw(module: Module, *, weight_decay: float = 0.0, clip: float = 1.0
         raise ValueError(f"no gradient of {missing[0]!r}: run tensor-autodiff first")
     dtype = params[0].dtype
     lr, step = b.input("lr", (), dtype), b.input("step", (), "int64")
-    norm = b.op("global_norm", *(grad_name(p.name) for p in params), name="grad_norm")
+    norm = _norm(b, [p.name for p in params], sharded or {})
     scale = b.op("clip_scale", norm, name="clip_scale", clip=float(clip))
     updates = dict(graph.updates)
     for p in params:
@@ -53,3 +57,16 @@ def append_adamw(module: Module, *, weight_decay: float = 0.0, clip: float = 1.0
     outputs = tuple(graph.outputs) + ((norm,) if norm not in graph.outputs else ())
     new = b.graph(outputs, updates, key=graph.key)
     return replace(module, rules={**module.rules, key: replace(new, name=graph.name, span=graph.span)})
+
+
+def _norm(b: GraphBuilder, params: list[str], sharded: dict[str, str]) -> str:
+    """"grad_norm": the global L2 norm of the gradients, each parameter once."""
+    if not sharded:
+        return b.op("global_norm", *(grad_name(p) for p in params), name="grad_norm")
+    total = b.op("sum_squares", *(grad_name(p) for p in params if p not in sharded), name="grad_norm.replicated")
+    for group in sorted(set(sharded.values())):
+        local = b.op("sum_squares", *(grad_name(p) for p in params if sharded.get(p) == group),
+                     name=f"grad_norm.{group}.local")
+        whole = b.op("allreduce", local, name=f"grad_norm.{group}", group=group, reduce="sum")
+        total = b.op("add", total, whole, name=f"grad_norm.sum.{group}")
+    return b.op("sqrt", total, name="grad_norm")

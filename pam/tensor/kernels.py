@@ -332,6 +332,27 @@ def _global_norm(attrs, *grads):
     return np.asarray(math.sqrt(total), dtype=grads[0].dtype)
 
 
+def _sum_squares(attrs, *xs):
+    total = sum(float(np.vdot(x, x)) for x in xs)
+    return np.asarray(total, dtype=xs[0].dtype)
+
+
+def _sqrt(attrs, x):
+    return np.sqrt(x)
+
+
+def _shard(attrs, x, index):
+    """Part `index` of x's dimension 0 split in `ranks` equal parts, zero-padded."""
+    ranks = attrs["ranks"]
+    s = -(-x.shape[0] // ranks)
+    part = x[int(index) * s:(int(index) + 1) * s]
+    if part.shape[0] == s:
+        return part.copy()
+    out = np.zeros((s, *x.shape[1:]), x.dtype)
+    out[:part.shape[0]] = part
+    return out
+
+
 def _clip_scale(attrs, norm):
     clip = attrs["clip"]
     scale = 1.0 if clip <= 0 else min(clip / (float(norm) + 1e-6), 1.0)
@@ -380,6 +401,10 @@ KERNELS: dict[str, Kernel] = {
     "cross_entropy_grad": Kernel(_cross_entropy_grad, lambda a, s: 2 * _size(s[1])),
     "global_norm": Kernel(_global_norm, lambda a, s: sum(2 * _size(x) for x in s)),
     "clip_scale": Kernel(_clip_scale, lambda a, s: 1),
+    "sum_squares": Kernel(_sum_squares, lambda a, s: sum(2 * _size(x) for x in s)),
+    "sqrt": Kernel(_sqrt, _elements(1)),
+    "shard": Kernel(_shard, lambda a, s: 0),
+    "parallel_copy": Kernel(lambda attrs, x: x, lambda a, s: 0),
     "adamw": Kernel(_adamw, lambda a, s: 14 * _size(s[0])),
 }
 """The kernel of every op but the collectives."""
