@@ -72,7 +72,7 @@ def _rate(text: str) -> float:
 def cmd_train(argv: list[str], comm) -> int:
     """`hpgrem train`; `comm` is MPI.COMM_WORLD under mpiexec with several ranks, else None."""
     from backend.tensor.config import TomlSyntaxError, load_config
-    from backend.tensor.train import RunOptions, train
+    from backend.tensor.train import RunOptions, effective_config, train
     args = train_parser().parse_args(argv)
     overrides = {tuple(dest.split(".")): value for dest, value in vars(args).items()
                  if "." in dest and value is not None}
@@ -113,6 +113,9 @@ def cmd_train(argv: list[str], comm) -> int:
         write_output(args.save, _npz(result.params))
     if args.stats and result.stats is not None:
         print(f"statistics of the last step ({len(result.records)}):\n{_stats_text(result.stats)}", file=sys.stderr)
+        if any(pe.memory for pe in result.stats.per_pe):
+            from backend.tensor.memory_plan import comparison_table
+            print(comparison_table(effective_config(config, options), result.stats.per_pe), file=sys.stderr)
     return 0
 
 
