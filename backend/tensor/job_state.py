@@ -2,15 +2,16 @@
 
 The state is every parameter and AdamW's states "m.<param>", "v.<param>". A rank may hold a
 part of a tensor (tensor parallelism, ZeRO) or none of it (another pipeline stage):
-`full_state` puts the parts together with the layout's `unshard` (under MPI after an allgather
-of the parts), `restore` gives each local rank its part again with `shard`, so a state saved
-under one (dp, tp, pp) is restored under any other. A job without a layout, or with a layout
-that replicates everything (pure data parallelism), holds whole tensors on every rank.
+`local_states` puts the parts together (the job's gathering, the layout's `unshard`), `restore`
+gives each local rank its part again with `shard`, so a state saved under one (dp, tp, pp) is
+restored under any other. Under pure data parallelism every rank holds whole tensors.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from backend.tensor.shards import shard
 
 
 def state_shapes(param_shapes: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
@@ -23,42 +24,29 @@ def state_shapes(param_shapes: dict[str, tuple[int, ...]]) -> dict[str, tuple[in
 
 def _replicas(job) -> dict[int, dict[str, np.ndarray]]:
     """Each local rank's persistent tensors (rank -> name -> its part)."""
-    return {pe.number: job.runtime.replicas[pe.number].persistent for pe in job.local_pes}
+    return {pe.number: job.replica_of(pe.number).persistent for pe in job.local_pes}
 
 
 def _sharded(layout) -> bool:
-    return layout is not None and (layout.tp > 1 or layout.pp > 1 or layout.zero > 0)
+    return (layout.tp > 1 or layout.pp > 1 or layout.zero > 0)
 
 
 def local_states(job, shapes: dict[str, tuple[int, ...]]) -> dict[int, dict[str, np.ndarray]]:
     """For each local rank, the whole state as that rank can give it: its own tensors where it
-    holds whole copies (no copy is made), else the tensors put together from every rank's parts."""
-    layout = getattr(job, "layout", None)
+    holds whole copies (no copy is made), else the tensors put together from every rank's parts
+    (the job's `parameters` and `optimizer_states`: under MPI every rank must call this)."""
     mine = _replicas(job)
-    if not _sharded(layout):
+    if not _sharded(job.layout):
         return {r: {n: values[n] for n in shapes} for r, values in mine.items()}
-    from backend.tensor.shards import unshard
-    parts = mine
-    if getattr(job, "comm", None) is not None:
-        parts = {r: v for gathered in job.comm.allgather(mine) for r, v in gathered.items()}
-    whole = {}
-    for name, shape in shapes.items():
-        holders = {r: v[name] for r, v in parts.items() if name in v}
-        stage = layout.coordinates(min(holders)).pp
-        whole[name] = unshard(name, holders, shape, layout, stage)
+    whole = {**job.parameters(), **job.optimizer_states()}  # gathered from every rank's part
     return {r: whole for r in mine}
 
 
 def restore(job, values: dict[str, np.ndarray]) -> None:
     """Every local rank's tensors from the whole `values` (each rank its part, of its dtype)."""
-    layout = getattr(job, "layout", None)
     for rank, persistent in _replicas(job).items():
         for name, old in persistent.items():
             if name not in values:
                 continue
-            if _sharded(layout):
-                from backend.tensor.shards import shard
-                part = shard(name, values[name], layout, rank)
-            else:
-                part = values[name]
+            part = shard(name, values[name], job.layout, rank) if _sharded(job.layout) else values[name]
             persistent[name] = np.array(part, dtype=old.dtype)

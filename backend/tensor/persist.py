@@ -10,8 +10,12 @@ The checkpoint must be of the same model, dtype, seed and data file; the layout 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+
+import numpy as np
 
 from backend.tensor.checkpoint import CheckpointError, Writer, latest
+from backend.tensor.faults import Failure, PeerCopies, Recovery, disk_read_s
 from backend.tensor.job_state import local_states, restore
 
 
@@ -19,10 +23,21 @@ class RunCheckpoints:
     """The checkpoints of one run of `config` (a TrainConfig) on `job`, whose state has the
     whole shapes `shapes`; `comm` under MPI, `data` the run's data file (None: synthetic)."""
 
-    def __init__(self, config, job, shapes: dict[str, tuple[int, ...]], data: str | None, comm=None):
+    def __init__(self, config, job, shapes: dict[str, tuple[int, ...]], data: str | None, comm=None,
+                 failure: Failure | None = None):
         c, m, p = config.checkpoint, config.model, config.parallel
         self.job, self.shapes, self.comm = job, shapes, comm
         self.every = c.every
+        self.peer_copy = c.peer_copy
+        self.peers = PeerCopies(config.ranks, job.costs) if c.peer_copy != "none" else None
+        self.failure = failure
+        self.recovery: Recovery | None = None
+        self.step_times: dict[int, float] = {}  # step -> its virtual time (simulated PEs)
+        if failure is not None and comm is not None:
+            raise CheckpointError("--fail-pe kills a simulated PE; under mpiexec kill a rank's process instead")
+        if failure is not None and self.peers is None and not c.every:
+            raise CheckpointError("--fail-pe needs something to recover from: [checkpoint] peer_copy "
+                                  "(--checkpoint-peer-copy step) or every (--checkpoint-every N)")
         self.root = c.dir
         self.meta = {"seed": config.train.seed, "data": data, "dtype": config.train.dtype,
                      "model": {k: getattr(m, k) for k in ("n_layer", "n_head", "d_model", "seq_len", "vocab")},
@@ -30,13 +45,54 @@ class RunCheckpoints:
         self.writer = Writer(c.dir, c.keep, config.ranks, self.meta, comm=comm,
                              asynchronous=c.write == "async") if c.every else None
 
-    def after_step(self, step: int) -> None:
-        """After step `step`: complete a finished asynchronous write, and checkpoint if due."""
-        if self.writer is None:
+    def after_step(self, step: int, time_s: float) -> None:
+        """After step `step` (of `time_s` virtual seconds): complete a finished asynchronous
+        write, checkpoint if due, and take the peer copies if due."""
+        self.step_times[step] = time_s
+        due = self.writer is not None and step % self.every == 0
+        if self.writer is not None:
+            self.writer.poll()
+            if due:
+                self.writer.save(step, local_states(self.job, self.shapes))
+        if self.peers is not None and (self.peer_copy == "step" or due):
+            self.peers.take(step, local_states(self.job, self.shapes))
+
+    def before_step(self, step: int, run_step: Callable[[int], object]) -> None:
+        """Before step `step`: if the failure drill kills a PE in this step, run the step
+        with that PE's tensors lost, throw its work away, recover the state and run again the
+        steps since (`run_step(k)` runs step k and returns the job's StepResult)."""
+        f = self.failure
+        if f is None or step != f.step:
             return
-        self.writer.poll()
-        if step % self.every == 0:
-            self.writer.save(step, local_states(self.job, self.shapes))
+        persistent = self.job.replica_of(f.pe).persistent
+        for name, value in persistent.items():
+            persistent[name] = np.full_like(value, np.nan)
+        with np.errstate(invalid="ignore", over="ignore"):
+            failed_s = run_step(step).stats.time_s
+        lost = failed_s
+        state_bytes = sum(int(np.prod(s)) for s in self.shapes.values()) * np.dtype(self.meta["dtype"]).itemsize
+        if self.peers is not None and self.peers.step >= 0 and self.peers.pes > 1:
+            whole, source, start = self.peers.recover(f.pe), "peer copies", self.peers.step
+            lost += self.peers.gather_s()
+        else:
+            self.close()
+            found = latest(self.root)
+            if found is None:
+                raise CheckpointError(f"PE {f.pe} failed in step {step} before any peer copy or checkpoint "
+                                      "was taken: nothing to recover from")
+            whole, source, start = found.values, "disk checkpoint", found.manifest.step
+            lost += disk_read_s(state_bytes)
+        restore(self.job, whole)
+        self.job.steps_done = start
+        for k in range(start + 1, step):
+            lost += run_step(k).stats.time_s
+        disk_step = max((s for s in (self.writer.completed if self.writer else []) if s < step), default=0)
+        restart = failed_s + (disk_read_s(state_bytes) if disk_step else 0.0) \
+            + sum(t for k, t in self.step_times.items() if disk_step < k < step)
+        copy_bytes = self.peers.copy_bytes() if self.peers is not None else 0
+        self.recovery = Recovery(f, source, start, lost, restart, disk_step, copy_bytes)
+        self.failure = None
+        print(self.recovery.message(), file=sys.stderr)
 
     def resume(self) -> int:
         """Load the newest complete checkpoint into the job; the step it was taken after (0

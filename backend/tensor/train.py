@@ -32,6 +32,7 @@ class RunOptions:
     data: str | None = None  # a UTF-8 text file; None: the synthetic task
     flops_per_s: float | None = None  # the per-PE rate of virtual time (None: the runtime's)
     resume: bool = False  # continue from the newest complete checkpoint in [checkpoint] dir
+    fail_pe: str | None = None  # "K@STEP": simulated PE K fails in step STEP (backend/tensor/faults.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,10 +120,12 @@ class Trainer:
             raise ConfigError(str(e)) from None
         self.step_count = 0
         self._held_out_module = None
+        from backend.tensor.faults import parse_failure
         from backend.tensor.job_state import state_shapes
         from backend.tensor.persist import RunCheckpoints
+        failure = parse_failure(options.fail_pe, pes) if options.fail_pe is not None else None
         self.checkpoints = RunCheckpoints(config, self.job, state_shapes(self.shape.param_shapes()),
-                                          options.data, comm)
+                                          options.data, comm, failure)
         if options.resume:
             self.step_count = self.checkpoints.resume()
 
@@ -138,16 +141,22 @@ class Trainer:
         t = self.config.train
         self.step_count += 1
         k = self.step_count
-        tokens, targets = self.batch(k)
         lr = learning_rate(k, t.lr, t.warmup)
+        self.checkpoints.before_step(k, self.run_step)
         began = time.perf_counter()
-        result = self.job.step(batch={"tokens": tokens, "targets": targets}, lr=lr, step=k)
+        result = self.run_step(k)
         seconds = time.perf_counter() - began
-        self.checkpoints.after_step(k)
+        self.checkpoints.after_step(k, result.stats.time_s)
         held_out = self.held_out_loss() if measure_held_out and self.text is not None else None
         record = StepRecord(k, float(result.loss), self.config.tokens_per_step / seconds, lr,
                             float(result.grad_norm), held_out)
         return record, result.stats
+
+    def run_step(self, k: int):
+        """Step `k` on the job, with its batch and learning rate; the job's StepResult."""
+        tokens, targets = self.batch(k)
+        lr = learning_rate(k, self.config.train.lr, self.config.train.warmup)
+        return self.job.step(batch={"tokens": tokens, "targets": targets}, lr=lr, step=k)
 
     def held_out_loss(self) -> float:
         """The loss of the current parameters on the held-out windows of the text file."""

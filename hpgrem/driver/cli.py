@@ -120,6 +120,8 @@ def _parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("plot", help="draw the loss curve of `hpgrem train --metrics` (see `hpgrem plot --help`)",
                    add_help=False)
+    sub.add_parser("ckpt", help="gather a training checkpoint into GPT-2's .safetensors (see `hpgrem ckpt "
+                   "--help`)", add_help=False)
 
     sub.add_parser("plan", help="plan LLM training layouts at scale (see `hpgrem plan --help`)",
                    add_help=False)
@@ -501,6 +503,9 @@ def main(argv: list[str] | None = None) -> int:
         return _guard(lambda: plan_main(argv[1:]), None)
     if argv[:1] in (["train"], ["plot"]):
         return _tensor_command(argv)
+    if argv[:1] == ["ckpt"]:
+        from hpgrem.driver.ckpt_cmd import cmd_ckpt
+        return _guard(lambda: cmd_ckpt(argv[1:]), None)
     args = _parser().parse_args(argv)
     status = _guard(lambda: COMMANDS[args.command](args), getattr(args, "goal", None))
     _sentinel_done(status)
