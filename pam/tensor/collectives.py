@@ -1,19 +1,25 @@
-"""How a bucket's all-reduce moves between PEs: the two transports of one lowering.
+"""How a collective moves between PEs: the two transports of one lowering.
 
-The runtime's collective task (pam.tensor.runtime) flattens a bucket into one buffer, calls
-`begin`, then `advance` until it returns None (the buffer holds the sum over the group; a value
-other than None is what the task waits for, as the step protocol says). The same graph, with the
-same buckets, runs over either:
+Three collectives over any group of PEs (`Bucket.kind`): `allreduce` (every member ends with
+the sum), `reduce_scatter` (member i of the group ends with chunk i of the sum) and `all_gather`
+(every member ends with the members' chunks in group order). The runtime's collective task
+(pam.tensor.runtime) flattens a bucket into one buffer of `ranks` equal chunks (zero-padded when
+the size does not divide; for an all-gather the member's own part in its chunk), calls `begin`,
+then `advance` until it returns None: the buffer then holds the sum (all-reduce), the sum in the
+member's own chunk (reduce-scatter) or every chunk (all-gather). A value other than None is what
+the task waits for, as the step protocol says. The same graph runs over either transport:
 
-- `SimAllReduce`, in one process: a ring all-reduce (reduce-scatter, then all-gather) whose
-  parts are messages of the runtime's own kind TENSOR-PART through the PE's Net, so each part
-  crosses the simulated links at their byte time, hop by hop over any topology. A part names its
+- `SimAllReduce`, in one process: ring algorithms whose parts are messages of the runtime's own
+  kind TENSOR-PART through the PE's Net, so each part crosses the simulated links at their byte
+  time, hop by hop over any topology (bytes charged). A reduce-scatter is the ring's n - 1
+  summing stages, an all-gather its n - 1 copying stages, an all-reduce both. A part names its
   bucket, step and stage: a part that arrives before its task asks for it waits in the inbox as
   a bound variable. Each chunk is summed once, on one PE, and copied to the others, so every PE
   ends with the same bits. Adding a part is charged its FLOPs as communication.
-- `MPIAllReduce`, under mpiexec: a non-blocking `Iallreduce` on the group's sub-communicator; a
-  PE hook (pam.driver) tests the outstanding requests at every turn, so the PE keeps running
-  other tasks, and binds a request's variable when it completes, which wakes its task.
+- `MPIAllReduce`, under mpiexec: a non-blocking `Iallreduce`, `Ireduce_scatter_block` or
+  `Iallgather` on the group's sub-communicator; a PE hook (pam.driver) tests the outstanding
+  requests at every turn, so the PE keeps running other tasks, and binds a request's variable
+  when it completes, which wakes its task.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ PART = "TENSOR-PART"  # (bucket key, step, stage) and one chunk of a bucket, to 
 
 
 class SimAllReduce:
-    """Ring all-reduce over the PE's Net (simulated PEs); a group of one needs no message."""
+    """Ring collectives over the PE's Net (simulated PEs); a group of one needs no message."""
 
     def __init__(self, replica, pe, per_flop: float, comms=None) -> None:
         self.replica = replica
@@ -58,8 +64,9 @@ class SimAllReduce:
     def _send(self, task, bucket, stage: int) -> None:
         group = self.replica.members[bucket.group]
         n, r = len(group), group.index(self.pe.number)
+        reducing, offset = _stages(bucket.kind, n)
         # reduce-scatter: pass on the chunk summed so far; all-gather: pass on a finished one
-        index = (r - stage) % n if stage < n - 1 else (r - stage + n) % n
+        index = (r - stage - offset) % n if stage < reducing else (r - (stage - reducing) + 1 - offset) % n
         part = task.chunks[index]
         key = (bucket.key, self.replica.round, stage)
         self.pe.net.send(PART, group[(r + 1) % n], (key, part), HEADER + 3 * WORD + part.nbytes)
@@ -68,7 +75,9 @@ class SimAllReduce:
         group = self.replica.members[bucket.group]
         n = len(group)
         r = group.index(self.pe.number) if n > 1 else 0
-        while task.stage < 2 * (n - 1):
+        reducing, offset = _stages(bucket.kind, n)
+        last = reducing + (n - 1 if bucket.kind != "reduce_scatter" else 0)
+        while task.stage < last:
             stage = task.stage
             key = (bucket.key, self.replica.round, stage)
             var = self._slot(key)
@@ -76,21 +85,30 @@ class SimAllReduce:
                 return [var]
             del self.inbox[key]
             part = var.val
-            if stage < n - 1:
-                task.chunks[(r - stage - 1) % n] += part
+            if stage < reducing:
+                task.chunks[(r - stage - 1 - offset) % n] += part
                 instructions = round(part.size * self.per_flop)
                 self.pe.charge(instructions)
                 self.replica.clock.comm_instr += instructions
             else:
-                task.chunks[(r - stage + n - 1) % n][...] = part
+                task.chunks[(r - (stage - reducing) - offset) % n][...] = part
             task.stage = stage + 1
-            if task.stage < 2 * (n - 1):
+            if task.stage < last:
                 self._send(task, bucket, task.stage)
         return None
 
 
+def _stages(kind: str, n: int) -> tuple[int, int]:
+    """The ring's summing stages for a collective of `kind` over n members, and the chunk
+    offset: an all-reduce ends its summing with member r holding chunk r + 1 (then copies it
+    on); a reduce-scatter or all-gather has member r own chunk r."""
+    if kind == "allreduce":
+        return n - 1, 0
+    return (n - 1 if kind == "reduce_scatter" else 0), 1
+
+
 class MPIAllReduce:
-    """Non-blocking all-reduce on MPI sub-communicators (`comms`: group -> communicator),
+    """Non-blocking collectives on MPI sub-communicators (`comms`: group -> communicator),
     completed by a PE hook."""
 
     def __init__(self, replica, pe, per_flop: float, comms: dict) -> None:
@@ -106,8 +124,17 @@ class MPIAllReduce:
             return
         from mpi4py import MPI
 
-        reduced = np.empty_like(task.buffer)
-        request = self.comms[group].Iallreduce(task.buffer, reduced, op=MPI.SUM)
+        comm = self.comms[group]
+        reduced = np.zeros_like(task.buffer)
+        if bucket.kind == "allreduce":
+            request = comm.Iallreduce(task.buffer, reduced, op=MPI.SUM)
+        else:
+            s = task.buffer.size // len(group)
+            mine = slice(group.index(self.pe.number) * s, (group.index(self.pe.number) + 1) * s)
+            if bucket.kind == "reduce_scatter":
+                request = comm.Ireduce_scatter_block(task.buffer, reduced[mine], op=MPI.SUM)
+            else:
+                request = comm.Iallgather(task.buffer[mine], reduced)
         done = Var()
         self.pending.append((request, done, task.buffer))
         task.buffer = reduced

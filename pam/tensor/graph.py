@@ -4,14 +4,15 @@ from a module of the tensor dialect (or built directly, as a test's stand-in).
 A `StepGraph` names every value once: the persistent ones (parameters and optimizer state), the
 inputs fed each step, and the operations in topological order. An `allreduce` operation is
 one member of a bucket (attrs `group`, the name of a group of PEs such as "dp", `bucket` and
-`reduce`): the runtime runs all members of a bucket as one collective (runtime.py).
+`reduce`): the runtime runs all members of a bucket as one collective (runtime.py); a
+`reduce_scatter` or `all_gather` is a collective of its own (a `bucket` number of its own).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-COLLECTIVES = frozenset({"allreduce"})
+COLLECTIVES = frozenset({"allreduce", "reduce_scatter", "all_gather"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,8 +56,10 @@ class KernelCall:
 
 @dataclass(slots=True)
 class Bucket:
-    """One collective: the members of an all-reduce bucket, reduced as one flat buffer over
-    the PEs of `group` (a name, such as "dp", that the layout resolves on each PE)."""
+    """One collective of `kind` (allreduce, reduce_scatter, all_gather: pam.tensor.collectives)
+    over the PEs of `group` (a name, such as "dp", that the layout resolves on each PE): the
+    members of an all-reduce bucket, reduced as one flat buffer; a reduce-scatter or all-gather
+    has one member."""
 
     name: str
     key: int
@@ -67,6 +69,29 @@ class Bucket:
     outputs: tuple[int, ...]
     shapes: tuple[tuple[int, ...], ...]
     dtype: np.dtype
+    kind: str = "allreduce"
+
+    def buffer(self, values: list[np.ndarray], position: int, ranks: int) -> np.ndarray:
+        """The flat buffer the transport works on: the values (an all-reduce), the value
+        zero-padded to `ranks` chunks (a reduce-scatter), or `ranks` chunks with the value in
+        chunk `position` (an all-gather)."""
+        flat = np.concatenate([v.ravel() for v in values]).astype(self.dtype, copy=False)
+        if self.kind == "allreduce":
+            return flat
+        s = flat.size if self.kind == "all_gather" else -(-flat.size // ranks)
+        out = np.zeros(s * ranks, self.dtype)
+        at = position * s if self.kind == "all_gather" else 0
+        out[at:at + flat.size] = flat
+        return out
+
+    def result(self, buffer: np.ndarray, position: int, ranks: int) -> np.ndarray:
+        """What the member at `position` keeps of the finished buffer (flat)."""
+        if self.kind == "reduce_scatter":
+            s = buffer.size // ranks
+            return buffer[position * s:(position + 1) * s].copy()
+        if self.kind == "all_gather":
+            return buffer[:int(np.prod(self.shapes[0]))]
+        return buffer
 
 
 class Plan:
@@ -91,7 +116,7 @@ class Plan:
             if op.op == "get":
                 parts.setdefault(op.inputs[0], []).append((op.attrs["index"], self.slot[op.name]))
             elif op.op in COLLECTIVES:
-                key = (op.attrs["group"], op.attrs["bucket"])
+                key = (op.op, op.attrs["group"], op.attrs["bucket"])
                 members.setdefault(key, []).append(op)
                 last[key] = i
         buckets = {i: key for key, i in last.items()}
@@ -100,11 +125,13 @@ class Plan:
                 if i in buckets:
                     key = buckets[i]
                     ops = members[key]
+                    if key[0] != "allreduce" and len(ops) > 1:
+                        raise ValueError(f"a {key[0]} takes one value, not the bucket {key[2]} of {len(ops)}")
                     self.steps.append(Bucket(
-                        f"allreduce {key[0]} bucket {key[1]}", len(self.steps), key[0],
-                        ops[0].attrs.get("reduce", "mean") == "mean",
+                        f"{key[0]} {key[1]} bucket {key[2]}", len(self.steps), key[1],
+                        key[0] != "all_gather" and ops[0].attrs.get("reduce", "mean") == "mean",
                         tuple(self.slot[o.inputs[0]] for o in ops), tuple(self.slot[o.name] for o in ops),
-                        tuple(o.shape for o in ops), np.dtype(ops[0].dtype)))
+                        tuple(o.shape for o in ops), np.dtype(ops[0].dtype), key[0]))
                 continue
             if op.op == "get":
                 continue
@@ -182,6 +209,10 @@ class Clock:
     kernels: int = 0
     collectives: int = 0
     reduced_bytes: int = 0
+    pipeline_instr: int = 0  # a pipeline stage's forward and backward kernels (pam.tensor.pipeline)
+    pipeline_end: float = 0.0  # the PE's clock when its last backward had run (the pipeline's flush)
+    flushed: bool = False
+    p2p_bytes: int = 0  # bytes a pipeline stage sent to other stages
 
 
 class Replica:
@@ -265,13 +296,22 @@ class TensorRuntime:
     def __init__(self, module, counting: bool = False, *, kernels: dict | None = None,
                  flops_per_s: float = T800_FLOPS, costs: CostModel = DEFAULT, comms: dict | None = None,
                  groups: dict[str, tuple[tuple[int, ...], ...]] | None = None, feeds: dict | None = None,
-                 release: bool = True):
+                 release: bool = True, program: list | None = None):
         if kernels is None:
             from pam.tensor.kernels import KERNELS as kernels
         if not flops_per_s > 0:
             raise ValueError(f"flops_per_s must be positive, got {flops_per_s!r}")
         self.graph = step_graph(module)
         self.plan = Plan(self.graph, kernels, flops_per_s, costs)
+        self.program = None  # a pipeline stage's action list, compiled (pam.tensor.pipeline)
+        if program is not None:
+            from pam.tensor.pipeline import compile_program
+
+            self.program = compile_program(self.plan, program)
+            for s in self.program:
+                if s.action.kind == "send":  # a send reads its values: they live until it
+                    for i in s.slots:
+                        self.plan.readers[i] += 1
         self.flops_per_s = flops_per_s
         self.costs = costs
         self.counting = counting
@@ -297,6 +337,11 @@ class TensorRuntime:
             unbound = [slots[i] for i in k.inputs if slots[i].val is None]
             if unbound:
                 return WaitAll(unbound)
+            run_kernel(k)
+            return None
+
+        def run_kernel(k: KernelCall) -> None:
+            slots = replica.slots
             clock = replica.clock
             began = perf_counter()
             value = k.run(k.attrs, *[slots[i].val for i in k.inputs])
@@ -316,7 +361,6 @@ class TensorRuntime:
                 replica.produced(slot, value[index])
             if not in_place:
                 replica.consumed(k.inputs)
-            return None
 
         allreduce = (SimAllReduce if self.comms is None else MPIAllReduce)(replica, pe, per_flop, self.comms)
 
@@ -330,7 +374,8 @@ class TensorRuntime:
                 if unbound:
                     return WaitAll(unbound)
                 began = perf_counter()
-                task.buffer = np.concatenate([slots[i].val.ravel() for i in b.inputs]).astype(b.dtype, copy=False)
+                group = replica.members[b.group]
+                task.buffer = b.buffer([slots[i].val for i in b.inputs], group.index(pe.number), len(group))
                 replica.meter.alloc("communication", task.buffer.nbytes)
                 replica.consumed(b.inputs)
                 clock.collectives += 1
@@ -345,8 +390,10 @@ class TensorRuntime:
             if waiting is not None:
                 clock.comm_wall += perf_counter() - began
                 return waiting
-            buffer = task.buffer
-            ranks = len(replica.members[b.group])
+            group = replica.members[b.group]
+            ranks = len(group)
+            whole = task.buffer
+            buffer = b.result(whole, group.index(pe.number), ranks)
             if b.mean and ranks > 1:
                 buffer /= ranks
             offset = 0
@@ -356,7 +403,7 @@ class TensorRuntime:
                 pe.bind(slots[i], part)
                 replica.produced(i, part)
                 offset += n
-            replica.meter.free("communication", buffer.nbytes)
+            replica.meter.free("communication", whole.nbytes)
             task.buffer = task.chunks = None
             clock.comm_wall += perf_counter() - began
             return None
@@ -365,12 +412,27 @@ class TensorRuntime:
                          for s in self.plan.steps]
         steps = self.steps[pe.number] = {"tensor-op": op, "tensor-collective": collective,
                                          "tensor-main": self._main(replica)}
+        if self.program is not None:  # a pipeline stage: its action list decides the order
+            from pam.tensor.p2p import MPIPointToPoint, SimPointToPoint
+            from pam.tensor.pipeline import runner
+
+            stages = replica.members.get("pp", (pe.number,))
+            p2p = (SimPointToPoint if self.comms is None else MPIPointToPoint)(pe, (self.comms or {}).get(stages),
+                                                                               stages)
+            clock = (lambda: pe.net.now()) if pe.net is not None else (lambda: pe.instructions * self.costs.instruction)
+            collectives = {i: t for i, t in enumerate(replica.tasks) if type(t) is CollectiveTask}
+            task = runner(replica, pe, self.program, run_kernel, collectives, p2p, stages, clock)
+            replica.tasks = [task]
+            steps["tensor-action"] = task.proc
         return steps
 
     def _members(self, pe: int) -> dict[str, tuple[int, ...]]:
         """This PE's group of each name the graph's collectives use."""
         members = {}
-        for name in {s.group for s in self.plan.steps if type(s) is Bucket}:
+        names = {s.group for s in self.plan.steps if type(s) is Bucket}
+        if self.program is not None and any(s.action.kind in ("send", "recv") for s in self.program):
+            names.add("pp")
+        for name in names:
             if name not in self.groups:
                 raise ValueError(f"the graph's collectives name the group {name!r}, which the layout does not define")
             mine = [g for g in self.groups[name] if pe in g]
