@@ -266,7 +266,7 @@ def check(config: TrainConfig) -> None:
     if t.batch % (p.dp * t.micro_batches):
         raise ConfigError(f"{src}: [train] batch = {t.batch} is not divisible by dp * micro_batches "
                           f"= {p.dp} * {t.micro_batches} (each rank takes an equal share)")
-    for key, default in (("tp", 1), ("pp", 1), ("zero", 0), ("recompute", "none"),
+    for key, default in (("tp", 1), ("pp", 1), ("zero", 0),
                          ("offload", "none"), ("virtual_stages", 1)):
         value = getattr(p, key)
         if value != default:

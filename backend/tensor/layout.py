@@ -25,6 +25,7 @@ from backend.tensor.config import OFFLOAD, RECOMPUTE, SCHEDULES
 GROUPS = ("tp", "dp", "pp", "mp")
 TENSOR_PARALLEL = "tensor-parallel"
 DATA_PARALLEL = "tensor-data-parallel"
+RECOMPUTE_PASS = "tensor-recompute"
 
 
 class LayoutError(ValueError):
@@ -150,6 +151,8 @@ def lower(module, layout: Layout, *, bucket_bytes: int | None = None) -> Lowered
     if bucket_bytes is not None:
         options["bucket_bytes"] = bucket_bytes
     stages = tuple(_data_parallel(m, layout, options) for m in stages)
+    if layout.recompute != "none":
+        stages = tuple(_run(m, RECOMPUTE_PASS, {"mode": layout.recompute}) for m in stages)
     return Lowered(layout, stages)
 
 

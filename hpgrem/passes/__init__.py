@@ -61,6 +61,7 @@ PASS_TABLE: dict[str, str | type] = {
     "tensor-data-parallel": "hpgrem.passes.data_parallel:DataParallel",
     "tensor-parallel": "hpgrem.passes.tensor_parallel:TensorParallel",
     "tensor-pipeline": "hpgrem.passes.pipeline:Pipeline",
+    "tensor-recompute": "hpgrem.passes.recompute:Recompute",
 }
 
 ANALYSIS_TABLE: dict[str, str | type] = {
@@ -71,7 +72,8 @@ ANALYSIS_TABLE: dict[str, str | type] = {
 
 # Lowerings change what a module computes (a forward graph gains its gradients; a step is split
 # over data-parallel ranks): they run when named (`--passes`, the trainer), never by a level.
-LOWERINGS: frozenset[str] = frozenset({"tensor-autodiff", "tensor-data-parallel", "tensor-parallel", "tensor-pipeline"})
+LOWERINGS: frozenset[str] = frozenset({"tensor-autodiff", "tensor-data-parallel", "tensor-parallel", "tensor-pipeline",
+                                     "tensor-recompute"})
 
 LEVELS: dict[int, tuple[str, ...]] = {
     0: (),
