@@ -28,6 +28,7 @@ from pam.distribution import Net
 from pam.driver import IDLE_SLEEP, Simulated, poll, run_alone
 from pam.pe import PE
 from backend.tensor.layout import Layout, LayoutError, Lowered, lower
+from hpgrem.ir.tensor_schedule import micro_batch_input
 from backend.tensor.shards import shard, unshard
 from pam.tensor.graph import COLLECTIVES, StepGraph, step_graph
 from pam.tensor.runtime import T800_FLOPS, TensorRuntime
@@ -98,12 +99,14 @@ class TensorJob:
         self.module = self.lowered.stages[0]
         self.graph = self.graphs[0]
         groups = layout.groups()
-        comms = _sub_communicators(self.comm, self.graphs, groups) if mpi else None
+        comms = _sub_communicators(self.comm, self.graphs, groups, self.lowered.actions is not None) if mpi else None
         if mpi:
             self.control = self.comm.Dup()
+        actions = self.lowered.actions
         self.runtimes = [TensorRuntime(m, kernels=kernels, flops_per_s=flops_per_s, costs=costs,
-                                       comms=comms, groups=groups, release=release)
-                         for m in self.lowered.stages]
+                                       comms=comms, groups=groups, release=release,
+                                       program=None if actions is None else list(actions[layout.rank(pp=i)]))
+                         for i, m in enumerate(self.lowered.stages)]
         self.runtime = self.runtimes[0]
         self.sim = Simulation(self.topology, costs, 0.0, seed) if self.pes > 1 and not mpi else None
         numbers = [self.comm.Get_rank()] if mpi else range(self.pes)
@@ -146,8 +149,20 @@ class TensorJob:
     def _feeds(self, pe: int, batch: dict[str, np.ndarray], lr: float, step: int) -> dict[str, np.ndarray]:
         feeds = {}
         where = self.layout.coordinates(pe)
-        for v in self.runtime_of(pe).graph.inputs:
-            if v.name == "lr":
+        runtime = self.runtime_of(pe)
+        for v in runtime.graph.inputs:
+            micro = micro_batch_input(v.name)
+            if v.name in runtime.received:
+                continue
+            if micro is not None and micro[1] in batch:  # rows of this dp rank's slice, then of the micro-batch
+                rows, (i, name) = v.shape[0], micro
+                share = rows * self.layout.micro_batches
+                if np.shape(batch[name])[0] != share * self.dp:
+                    raise LayoutError(f"{name!r} has {np.shape(batch[name])[0]} rows; the step takes "
+                                      f"{share * self.dp} (dp * micro_batches = {self.dp * self.layout.micro_batches} "
+                                      f"slices of {rows})")
+                value = np.asarray(batch[name])[where.dp * share + i * rows:where.dp * share + (i + 1) * rows]
+            elif v.name == "lr":
                 value = lr
             elif v.name == "step":
                 value = step
@@ -306,12 +321,13 @@ class TensorJob:
         self.control = None
 
 
-def _sub_communicators(comm, graphs: list[StepGraph], groups: dict) -> dict:
-    """A communicator per group of the layout that the graphs' collectives use (every rank
-    makes them in the same order, as MPI requires)."""
+def _sub_communicators(comm, graphs: list[StepGraph], groups: dict, pipeline: bool = False) -> dict:
+    """A communicator per group of the layout that the graphs' collectives use, and "pp" for a
+    pipeline's messages (every rank makes them in the same order, as MPI requires)."""
     from mpi4py import MPI
 
-    used = sorted({op.attrs["group"] for graph in graphs for op in graph.ops if op.op in COLLECTIVES})
+    used = sorted({op.attrs["group"] for graph in graphs for op in graph.ops if op.op in COLLECTIVES}
+                  | ({"pp"} if pipeline else set()))
     me = comm.Get_rank()
     comms = {}
     for name in used:

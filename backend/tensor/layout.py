@@ -9,8 +9,9 @@ only: `groups()` gives, for each name ("tp", "dp", "pp", and "mp" = tp * pp), th
 all ranks into groups of that name; a collective op of the graph names its group by its
 attribute `group` and the runtime resolves it per rank.
 
-`lower(module, layout)` composes the lowerings in the agreed order: tensor-parallel (tp > 1),
-pipeline (pp > 1), data-parallel with ZeRO (dp > 1), recompute / offload. A step that is not
+`lower(module, layout)` composes the lowerings: tensor-parallel (tp > 1), data-parallel with
+ZeRO (dp > 1), pipeline (pp > 1 or micro_batches > 1: it moves data parallelism's all-reduces
+after the micro-batches' sums), recompute / offload. A step that is not
 built yet passes the graph through. The result, `Lowered`, holds one graph per pipeline stage:
 the ranks of one stage share it (tensor-parallel shards have equal shapes; a rank's own shard is
 the values it is loaded with, see backend/tensor/shards.py).
@@ -25,6 +26,7 @@ from backend.tensor.config import OFFLOAD, RECOMPUTE, SCHEDULES
 GROUPS = ("tp", "dp", "pp", "mp")
 TENSOR_PARALLEL = "tensor-parallel"
 DATA_PARALLEL = "tensor-data-parallel"
+PIPELINE = "tensor-pipeline"
 RECOMPUTE_PASS = "tensor-recompute"
 
 
@@ -136,7 +138,7 @@ class Lowered:
 
 def lower(module, layout: Layout, *, bucket_bytes: int | None = None) -> Lowered:
     """The training step `module` (backend/tensor/gpt.py build_training_step, for the global
-    batch) lowered for `layout`: tensor-parallel, pipeline, data-parallel / ZeRO, then
+    batch) lowered for `layout`: tensor-parallel, data-parallel / ZeRO, pipeline, then
     recompute / offload. A StepGraph is taken as lowered already (one stage)."""
     from pam.tensor.graph import StepGraph
 
@@ -151,9 +153,28 @@ def lower(module, layout: Layout, *, bucket_bytes: int | None = None) -> Lowered
     if bucket_bytes is not None:
         options["bucket_bytes"] = bucket_bytes
     stages = tuple(_data_parallel(m, layout, options) for m in stages)
+    actions = None
+    if layout.pp > 1 or layout.micro_batches > 1:
+        stages, actions = _pipeline(stages[0], layout)
     if layout.recompute != "none":
         stages = tuple(_run(m, RECOMPUTE_PASS, {"mode": layout.recompute}) for m in stages)
-    return Lowered(layout, stages)
+    return Lowered(layout, stages, actions)
+
+
+def _pipeline(module, layout: Layout) -> tuple[tuple, dict[int, tuple]]:
+    """The pipeline stages' modules and each rank's action list (hpgrem/passes/pipeline.py).
+    It runs after tensor-data-parallel: a stage all-reduces its gradients once per step, on
+    their sums over the micro-batches."""
+    from hpgrem.passes.pipeline import stage_step
+
+    if layout.zero:
+        raise LayoutError(f"zero = {layout.zero} with pp = {layout.pp} or micro_batches = "
+                          f"{layout.micro_batches}: not supported")
+    lowered = _run(module, PIPELINE, {"pp": layout.pp, "micro_batches": layout.micro_batches,
+                                      "virtual_stages": layout.virtual_stages, "schedule": layout.schedule})
+    stages = [stage_step(lowered, s) for s in range(layout.pp)]
+    actions = {r: tuple(stages[layout.coordinates(r).pp][1]) for r in range(layout.ranks)}
+    return tuple(m for m, _ in stages), actions
 
 
 def _data_parallel(module, layout: Layout, options: dict):

@@ -158,6 +158,15 @@ def check_programs(programs: list[list[Action]]) -> list[tuple[int, int]]:
     return order
 
 
+def micro_batch_input(name: str) -> tuple[int, str] | None:
+    """(i, input) for the input "mb{i}.<input>" that tensor-pipeline gives micro-batch i of a
+    batched input; None for another name."""
+    head, dot, rest = name.partition(".")
+    if dot and head.startswith("mb") and head[2:].isdigit():
+        return int(head[2:]), rest
+    return None
+
+
 def program_text(programs: list[list[Action]]) -> str:
     """Every stage's list, one action a line (what `--schedule-dump` prints)."""
     lines = []
@@ -168,4 +177,4 @@ def program_text(programs: list[list[Action]]) -> str:
 
 
 __all__ = ["Action", "COMPUTE", "KINDS", "SCHEDULES", "ScheduleError", "check_programs", "gpipe", "interleaved",
-           "one_f_one_b", "program_text", "units"]
+           "micro_batch_input", "one_f_one_b", "program_text", "units"]

@@ -43,9 +43,9 @@ from hpgrem import ir
 from hpgrem.ir.tensor_schedule import Action, ScheduleError, check_programs, units
 from hpgrem.passes import Option, PassError, annotated
 
-FORWARD, BACKWARD, OPTIMIZER = "forward", "backward", "optimizer"
+FORWARD, BACKWARD, REDUCE, OPTIMIZER = "forward", "backward", "reduce", "optimizer"
 _LAYER = re.compile(r"h\.(\d+)\.")
-_GRAD_OF_PARAM = re.compile(r"grad\.(.+?)(\.part(\.\d+)?|\.sum(\.\d+)?)?$")
+_GRAD_OF_PARAM = re.compile(r"grad\.(.+?)((\.part|\.sum)(\.\d+)?)?(\.local)?$")
 
 
 @dataclass(frozen=True)
@@ -134,17 +134,22 @@ class _Split:
         g, values, name = self.graph, self.values, self.o.name
         if "loss" not in values or "grad_norm" not in values:
             raise PassError(f"{name}: the graph is not a training step (no 'loss' or 'grad_norm')")
-        if any(type(v) is Op and v.op == "allreduce" and v.attr("group") == "dp" for v in g.values):
-            raise PassError(f"{name}: split the step into stages before tensor-data-parallel")
+        # tensor-data-parallel's all-reduces of the loss and the gradients: run once per step,
+        # on the sums over the micro-batches (`local` maps each reduced value to its local one)
+        self.dp_ops = {v.name: v for v in g.values if type(v) is Op and v.op == "allreduce" and v.attr("group") == "dp"}
+        self.local = {x: v.inputs[0] for x, v in self.dp_ops.items()}
         self.params = [v.name for v in g.values if type(v) is Param]
+        self.loss = self.local.get("loss", "loss")
+        self.grad = {p: self.local.get(f"grad.{p}", f"grad.{p}") for p in self.params}
+        self.param_of = {g_: p for p, g_ in self.grad.items()}
         layers = sorted({int(m.group(1)) for p in self.params if (m := _LAYER.match(p))})
         if len(layers) < self.chunks:
             raise PassError(f"{name}: {len(layers)} layer(s) cannot fill pp * virtual_stages = {self.chunks} chunks")
         layer_chunk = {layer: i * self.chunks // len(layers) for i, layer in enumerate(layers)}
         inputs = lambda v: (v.source,) if type(v) is Get else v.inputs  # noqa: E731
         self.inputs = inputs
-        forward = self._ancestors(["loss"])
-        backward = self._ancestors([f"grad.{p}" for p in self.params]) - forward
+        forward = self._ancestors([self.loss])
+        backward = self._ancestors(list(self.grad.values())) - forward
         chunk: dict[str, int] = {}
         readers: dict[str, set[int]] = {}
         for v in g.values:
@@ -161,7 +166,9 @@ class _Split:
         self.home = {p: chunk[p] for p in self.params}
         self.phase: dict[str, str] = {}
         for v in g.values:
-            if type(v) in (Op, Get):
+            if v.name in self.dp_ops:
+                self.phase[v.name] = REDUCE
+            elif type(v) in (Op, Get):
                 self.phase[v.name] = FORWARD if v.name in forward else BACKWARD if v.name in backward else OPTIMIZER
         for v in g.values:
             if self.phase.get(v.name) != BACKWARD:
@@ -197,7 +204,7 @@ class _Split:
 
     # -- the split -----------------------------------------------------------------------------
     def run(self):
-        from hpgrem.ir.tensor import Get, Input, Param, State
+        from hpgrem.ir.tensor import Get, Input, Op, Param, State
         from hpgrem.ir.tensor_build import GraphBuilder
         from hpgrem.ir.tensor_dialect import ShapeError, op_attrs
 
@@ -219,7 +226,9 @@ class _Split:
                     whole.input(f"mb{i}.{v.name}", (v.shape[0] // m, *v.shape[1:]), v.dtype)
             elif type(v) is Input:
                 whole.input(v.name, v.shape, v.dtype)
-        per_mb = batched | {n for n, ph in self.phase.items() if ph != OPTIMIZER}
+        per_mb = batched | {n for n, ph in self.phase.items() if ph in (FORWARD, BACKWARD)}
+        first_bucket = 1 + max((int(v.attr("bucket", 0)) for v in self.graph.values
+                                if type(v) is Op and v.attr("bucket") is not None), default=0)
         self.units: dict[tuple[str, int, int], _Unit] = {}
         self.maker: dict[str, tuple[str, int, int]] = {}  # value -> the unit that makes it
         final_grad = {}
@@ -246,10 +255,12 @@ class _Split:
                             attrs = op_attrs(v)
                             if v.name == "grad.loss":
                                 attrs["value"] = 1.0 / m
+                            if "bucket" in attrs:  # each micro-batch's collective is one of its own
+                                attrs["bucket"] = first_bucket + int(attrs["bucket"]) * m + i
                             add(unit, v.op, *map(rename, v.inputs), name=name, **attrs)
-                        if v.name == "loss":
+                        if v.name == self.loss:
                             self._accumulate_loss(add, whole, unit, i)
-                        elif v.name.startswith("grad.") and v.name[5:] in self.home:
+                        elif v.name in self.param_of:
                             final_grad[v.name] = self._accumulate(add, whole, unit, v.name, i)
         except ShapeError as e:
             raise PassError(f"{o.name}: a micro-batch of the step does not type: {e}") from None
@@ -274,16 +285,29 @@ class _Split:
 
     def _accumulate_loss(self, add, whole, unit: _Unit, i: int) -> None:
         """"loss": the mean of the micro-batch losses (each times 1/m, summed as they come)."""
-        m = self.o.micro_batches
-        dtype = whole.type_of("mb0.loss")[1]
-        name = "loss" if i == m - 1 else f"loss.sum{i}"
-        add(unit, "reshape", f"mb{i}.loss", name=f"mb{i}.loss.row", shape=(1, 1))
-        add(unit, "fill", name=f"mb{i}.loss.weight", shape=(1, 1), value=1.0 / m, dtype=dtype)
-        add(unit, "matmul", f"mb{i}.loss.row", f"mb{i}.loss.weight", name=f"mb{i}.loss.part")
-        part = f"mb{i}.loss.share"
-        add(unit, "reshape", f"mb{i}.loss.part", name=part if i else name if m == 1 else "loss.sum0", shape=())
+        m, loss = self.o.micro_batches, self.loss
+        own = f"mb{i}.{loss}"
+        name = loss if i == m - 1 else f"{loss}.sum{i}"
+        add(unit, "reshape", own, name=f"{own}.row", shape=(1, 1))
+        add(unit, "fill", name=f"{own}.weight", shape=(1, 1), value=1.0 / m, dtype=whole.type_of(own)[1])
+        add(unit, "matmul", f"{own}.row", f"{own}.weight", name=f"{own}.part")
+        add(unit, "reshape", f"{own}.part", name=name if i == 0 else f"{own}.share", shape=())
         if i:
-            add(unit, "add", f"loss.sum{i - 1}", part, name=name)
+            add(unit, "add", f"{loss}.sum{i - 1}", f"{own}.share", name=name)
+
+    def _restricted(self, v, theirs: set[str], stage_norm: str):
+        """An op of the gradient norm on one stage: it reads only the stage's own gradients,
+        and the norm it ends in is the stage's ("grad_norm.stage{s}")."""
+        from dataclasses import replace
+
+        from hpgrem.ir.tensor import Get
+
+        if type(v) is Get:
+            return v
+        inputs = tuple(x for x in v.inputs if x not in theirs)
+        if not inputs:
+            raise PassError(f"{self.o.name}: a stage has no gradient for {v.name}")
+        return replace(v, inputs=inputs, name=stage_norm if v.name == "grad_norm" else v.name)
 
     def _stage_of(self, chunk: int) -> int:
         return chunk % self.o.pp
@@ -328,44 +352,46 @@ class _Split:
                     if t != s and key in needs[t]:
                         programs[s].append(Action("send", unit.micro_batch, unit.chunk // pp, t,
                                                   tuple(needs[t][key])))
-        # -- the optimizer: stage norms (and the loss) exchanged, then each stage's own updates
+        # -- the reduce: dp all-reduces, the stage's norm; stage norms (and the loss) exchanged
         owned = [[p for p in self.params if self._stage_of(self.home[p]) == s] for s in range(pp)]
         reads: list[set[str]] = [set() for _ in range(pp)]
         for s in range(pp):
             for unit in orders[s]:
                 for n in unit.ops:
                     reads[s].update(_reads(made[n]))
-        optimizer_ops = [v for v in self.graph.values if self.phase.get(v.name) == OPTIMIZER and v.name != "grad_norm"]
         for p in self.params:
-            grad = self.maker.get(self.final_grad[f"grad.{p}"])
+            grad = self.maker.get(self.final_grad[self.grad[p]])
             if grad is None or self._stage_of(grad[1]) != self._stage_of(self.home[p]):
                 raise PassError(f"{o.name}: the gradient of {p} is not made on the stage that owns it")
+        norm_ops = self._ancestors(["grad_norm"]) & {n for n, ph in self.phase.items() if ph == OPTIMIZER}
+        optimizer_ops = [v for v in self.graph.values if self.phase.get(v.name) == OPTIMIZER and v.name not in norm_ops]
         stage_norms = [f"grad_norm.stage{s}" for s in range(pp)]
         copies: dict[int, list[str]] = {}  # stage -> parameters it reads but does not own
-        opt_ops: list[list] = [[] for _ in range(pp)]
+        reduce_ops: list[list] = []
+        opt_ops: list[list[str]] = []
         for s in range(pp):
             mine = set(owned[s])
-            norm = f"grad_norm.stage{s}"
-            whole.op("global_norm", *(self.final_grad[f"grad.{p}"] for p in owned[s]), name=norm)
-            programs[s].append(Action("reduce", -1, -1, -1, (norm,)))
+            theirs = {f"grad.{p}" for p in self.params if p not in mine}
+            ops = [v for x, v in self.dp_ops.items() if x not in theirs and (x != "loss" or s == last)]
+            for v in self.graph.values:
+                if v.name in norm_ops:
+                    ops.append(self._restricted(v, theirs, stage_norms[s]))
+            reduce_ops.append(ops)
+            programs[s].append(Action(REDUCE, -1, -1, -1, tuple(v.name for v in ops)))
             for t in range(pp):
                 if t != s:
-                    programs[s].append(Action("send", -1, -1, t, (norm, "loss") if s == last else (norm,)))
+                    programs[s].append(Action("send", -1, -1, t, (stage_norms[s], "loss") if s == last
+                                              else (stage_norms[s],)))
             for t in range(pp):
                 if t != s:
                     programs[s].append(Action("recv", -1, -1, t, (stage_norms[t], "loss") if t == last
                                               else (stage_norms[t],)))
-            ops = []
+            kept: list[str] = []
             for v in optimizer_ops:
-                ps = [x for x in _reads(v) if x in self.home]
-                if type(v) is Get:
-                    keep = v.source in ops
-                else:
-                    keep = all(p in mine for p in ps)
-                if keep:
-                    ops.append(v.name)
-            opt_ops[s] = ops
-            programs[s].append(Action(OPTIMIZER, -1, -1, -1, tuple(ops)))
+                if (v.source in kept) if type(v) is Get else all(x in mine for x in _reads(v) if x in self.home):
+                    kept.append(v.name)
+            opt_ops.append(kept)
+            programs[s].append(Action(OPTIMIZER, -1, -1, -1, ("grad_norm", *kept)))
             copies[s] = [p for p in self.params if p not in mine and p in reads[s]]
         updates = dict(self.graph.updates)
         for s in range(pp):
@@ -377,45 +403,36 @@ class _Split:
             for p in copies[t]:
                 programs[t].append(Action("recv", -1, -1, self._stage_of(self.home[p]), (updates[p],)))
         # -- each stage's graph: what it keeps and is fed, then its ops in the order they run
-        made = {v.name: v for v in whole.values}
         graphs = []
+        norm_type = (self.values["grad_norm"].shape, self.values["grad_norm"].dtype)
         for s in range(pp):
             b = GraphBuilder()
-            defined: list[str] = []
-            for a in programs[s]:
-                if a.kind in (FORWARD, BACKWARD):
-                    defined += a.values
-            own_opt = set(opt_ops[s])
-            persistent = reads[s] | {x for v in optimizer_ops if v.name in own_opt for x in _reads(v)}
+            own_opt = [self.values[n] for n in opt_ops[s]]
+            persistent = reads[s] | {x for v in own_opt for x in _reads(v)}
             for v in self.graph.values:
                 if type(v) in (Param, State) and v.name in persistent:
                     (b.param if type(v) is Param else b.state)(v.name, v.shape, v.dtype)
-            inputs = set()
-            for n in defined:
-                inputs.update(x for x in _reads(made[n]) if type(made.get(x)) is Input)
-            for v in optimizer_ops:
-                if v.name in own_opt:
-                    inputs.update(x for x in _reads(v) if type(self.values[x]) is Input)
+            inputs = {x for a in programs[s] if a.kind in (FORWARD, BACKWARD) for n in a.values
+                      for x in _reads(made[n]) if type(made.get(x)) is Input}
+            inputs.update(x for v in own_opt for x in _reads(v) if type(self.values[x]) is Input)
             for v in whole.values:
                 if type(v) is Input and v.name in inputs:
                     b.input(v.name, v.shape, v.dtype)
             for a in programs[s]:
-                if a.kind == "recv":
-                    for x in a.values:
-                        shape, dtype = whole.type_of(x) if x in whole.types else \
-                            (self.values[x].shape, self.values[x].dtype)
-                        b.input(x, shape, dtype)
+                for x in a.values if a.kind == "recv" else ():
+                    shape, dtype = norm_type if x in stage_norms else whole.type_of(x) if x in whole.types \
+                        else (self.values[x].shape, self.values[x].dtype)
+                    b.input(x, shape, dtype)
             for a in programs[s]:
-                if a.kind in (FORWARD, BACKWARD, "reduce"):
+                if a.kind in (FORWARD, BACKWARD):
                     for n in a.values:
                         _copy(b, made[n], op_attrs)
+            for v in reduce_ops[s]:
+                _copy(b, v, op_attrs)
             b.op("global_norm", *stage_norms, name="grad_norm")
-            for n in opt_ops[s]:
-                _copy(b, self.values[n], op_attrs)
-            programs[s] = [Action(OPTIMIZER, -1, -1, -1, ("grad_norm", *opt_ops[s])) if a.kind == OPTIMIZER else a
-                           for a in programs[s]]
+            for v in own_opt:
+                _copy(b, v, op_attrs)
             stage_updates = {k: u for k, u in updates.items() if u in b.types}
-            stage_updates.update({p: updates[p] for p in copies[s]})
             graphs.append(b.graph(("loss", "grad_norm"), stage_updates, key=f"stage.{s}"))
         return graphs, programs
 

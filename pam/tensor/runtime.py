@@ -304,6 +304,7 @@ class TensorRuntime:
         self.graph = step_graph(module)
         self.plan = Plan(self.graph, kernels, flops_per_s, costs)
         self.program = None  # a pipeline stage's action list, compiled (pam.tensor.pipeline)
+        self.received = frozenset(x for a in program or () if a.kind == "recv" for x in a.values)  # not fed
         if program is not None:
             from pam.tensor.pipeline import compile_program
 
