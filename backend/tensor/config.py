@@ -266,14 +266,27 @@ def check(config: TrainConfig) -> None:
     if t.batch % (p.dp * t.micro_batches):
         raise ConfigError(f"{src}: [train] batch = {t.batch} is not divisible by dp * micro_batches "
                           f"= {p.dp} * {t.micro_batches} (each rank takes an equal share)")
-    for key, default in (("tp", 1), ("pp", 1), ("zero", 0),
-                         ("offload", "none"), ("virtual_stages", 1)):
+    for key, default in (("tp", 1), ("zero", 0),
+                         ("offload", "none")):
         value = getattr(p, key)
         if value != default:
             raise ConfigError(f"{src}: [parallel] {key} = {_toml_repr(value)}: not supported yet "
                               f"(part 2); part 1 runs data parallelism only ({key} = {_toml_repr(default)})")
-    if t.micro_batches != 1:
-        raise ConfigError(f"{src}: [train] micro_batches = {t.micro_batches}: not supported yet (part 2)")
+    _check_pipeline(src, m, t, p)
+
+
+def _check_pipeline(src: str, m, t, p) -> None:
+    """What a pipeline needs: a layer per chunk, micro-batches in whole groups of pp for the
+    interleaved schedule, no ZeRO beside it."""
+    if m.n_layer < p.pp * p.virtual_stages:
+        raise ConfigError(f"{src}: [parallel] pp * virtual_stages = {p.pp * p.virtual_stages} chunks need at least "
+                          f"as many layers, n_layer = {m.n_layer}")
+    if p.virtual_stages > 1 and t.micro_batches % p.pp:
+        raise ConfigError(f"{src}: [parallel] virtual_stages = {p.virtual_stages} (interleaved) needs micro_batches "
+                          f"divisible by pp = {p.pp}, got {t.micro_batches}")
+    if p.zero and (p.pp > 1 or t.micro_batches > 1):
+        raise ConfigError(f"{src}: [parallel] zero = {p.zero} with pp = {p.pp} and micro_batches = "
+                          f"{t.micro_batches}: not supported (ZeRO runs without a pipeline or micro-batches)")
 
 
 _MINIMUM = {"n_layer": 1, "vocab": 2, "warmup": 0, "seed": 0, "zero": 0, "every": 0, "keep": 1}
