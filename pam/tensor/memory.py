@@ -23,23 +23,26 @@ GRAD = "grad."
 NEW = "new."
 
 
+GATHERED = (".gathered", ".full")
+"""Suffixes of a whole parameter that ZeRO-3 gathers from the shards for the step's use."""
+
+
 def category_of(name: str, params: frozenset[str], states: frozenset[str]) -> str:
-    """The category of the value `name`: a parameter and its update "new.<param>"; a state
-    (AdamW's "m.<param>", "v.<param>") and its update; "grad.<param>" and what a pass builds
-    it from ("grad.<param>.part", ".sum", ".local", ...); everything else (inputs, forward
+    """The category of the value `name`. "grad.<param>" and what the passes build it from or
+    into ("grad.<param>.part", ".local", ".flat", ...) are gradients; a state (AdamW's
+    "m.<param>", "v.<param>"), its update "new.<state>" and their pieces are optimizer state; a
+    parameter, its update "new.<param>" and their pieces ("<param>.chunk", ...) are parameters,
+    except a whole parameter gathered from ZeRO-3 shards ("<param>.gathered", ".full"), which is
+    communication (the planner's gathered-layer buffers); everything else (inputs, forward
     values, activations' gradients, scalars) is an activation."""
-    if name in params:
-        return "parameters"
-    if name in states:
+    if name.startswith(GRAD):
+        return "gradients" if _names_one_of(name[len(GRAD):], params) else "activations"
+    new = name.startswith(NEW)
+    base = name[len(NEW):] if new else name
+    if _names_one_of(base, states):
         return "optimizer"
-    if name.startswith(NEW):
-        rest = name[len(NEW):]
-        if rest in params:
-            return "parameters"
-        if rest in states:
-            return "optimizer"
-    if name.startswith(GRAD) and _names_one_of(name[len(GRAD):], params):
-        return "gradients"
+    if _names_one_of(base, params):
+        return "communication" if not new and base not in params and base.endswith(GATHERED) else "parameters"
     return "activations"
 
 
