@@ -91,6 +91,8 @@ def runner(replica, pe, steps: list[Step], run_kernel, collectives: dict, p2p, s
     @declare("tensor action", 1, ACTION_COST, key="tensor-action")
     def act(task: ActionTask):
         slots = replica.slots
+        if replica.clock.pipeline_start < 0:
+            replica.clock.pipeline_start = now()
         while task.at < len(steps):
             s = steps[task.at]
             kind = s.action.kind
@@ -140,4 +142,15 @@ def runner(replica, pe, steps: list[Step], run_kernel, collectives: dict, p2p, s
     return ActionTask(act)
 
 
-__all__ = ["ActionTask", "Step", "compile_program", "runner"]
+def bubble(clocks: list, instruction: float) -> float:
+    """The pipeline bubble of a step from its stages' clocks (one per stage): the mean over the
+    stages of (flush - start - compute) / compute, where the flush is when the last stage ran
+    its last backward, the start when the first began, and compute is the stage's own forward
+    and backward kernels (Megatron's t_pb / t_id, which is (p - 1) / m for equal stages)."""
+    start = min(c.pipeline_start for c in clocks)
+    flush = max(c.pipeline_end for c in clocks)
+    shares = [(flush - start - c.pipeline_instr * instruction) / (c.pipeline_instr * instruction) for c in clocks]
+    return sum(shares) / len(shares)
+
+
+__all__ = ["ActionTask", "Step", "bubble", "compile_program", "runner"]

@@ -210,6 +210,7 @@ class Clock:
     collectives: int = 0
     reduced_bytes: int = 0
     pipeline_instr: int = 0  # a pipeline stage's forward and backward kernels (pam.tensor.pipeline)
+    pipeline_start: float = -1.0  # the PE's clock when its first action began
     pipeline_end: float = 0.0  # the PE's clock when its last backward had run (the pipeline's flush)
     flushed: bool = False
     p2p_bytes: int = 0  # bytes a pipeline stage sent to other stages
