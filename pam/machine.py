@@ -74,7 +74,8 @@ class Machine:
     the dialect runtime to load it with (pam.runtimes; by default the module's language's).
     `timeout` counts from `started` (a time.monotonic() instant), by default from now; with
     `hard_stop` (the command line's choice) a run that cannot be interrupted then is ended
-    with its process (pam.limits.Watchdog)."""
+    with its process (pam.limits.Watchdog). With `trace` (a pam.trace.Trace) every PE records
+    its events there, running its traced loop and the runtime's traced code (docs/trace.md)."""
 
     def __init__(self, module: Module, *, stream=None, pes: int = 1, topology: str | None = None,
                  seed: int = 0, max_steps: int | None = None, timeout: float | None = None,

@@ -362,6 +362,7 @@ class PE:
                         tracer.commit_task(before, r)
                     tracer.fresh = False
                     if r is None:
+                        tracer.finished(t)
                         g = t.group
                         if g is not None:
                             self.finish(g)

@@ -255,6 +255,10 @@ class Tracer:
         self.depths[i] = depth
         return i
 
+    def finished(self, task) -> None:
+        """`task` terminated: its id is no longer needed (nor the task kept alive for it)."""
+        self.ids.pop(task, None)
+
     def depth(self, task) -> int:
         return self.depths[self.tid(task)]
 
@@ -303,6 +307,8 @@ class Tracer:
 
     def spawned(self, task):
         """The open reduction created `task` (returned, so a factory can wrap a constructor)."""
+        if self.trace.cut:
+            return task
         if not self.open:
             self.tid(task)
             return task

@@ -292,6 +292,7 @@ def traced_run_here(pe, counting: bool):
             if before is not None:
                 tracer.commit_task(before, r)
             if r is None:
+                tracer.finished(u)
                 return
             u = r
             if meter[0] <= 0:
