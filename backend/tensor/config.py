@@ -266,8 +266,14 @@ def check(config: TrainConfig) -> None:
     if t.batch % (p.dp * t.micro_batches):
         raise ConfigError(f"{src}: [train] batch = {t.batch} is not divisible by dp * micro_batches "
                           f"= {p.dp} * {t.micro_batches} (each rank takes an equal share)")
-    for key, default in (("tp", 1), ("zero", 0),
-                         ("offload", "none")):
+    if p.zero > 3:
+        raise ConfigError(f"{src}: [parallel] zero must be 0, 1, 2 or 3, got {p.zero}")
+    if p.zero and p.dp == 1:
+        raise ConfigError(f"{src}: [parallel] zero = {p.zero} shards over the data-parallel ranks: it needs dp > 1")
+    if m.n_head % p.tp:
+        raise ConfigError(f"{src}: [parallel] tp = {p.tp} does not divide n_head = {m.n_head} "
+                          "(each tensor-parallel rank takes whole heads)")
+    for key, default in (("offload", "none"),):
         value = getattr(p, key)
         if value != default:
             raise ConfigError(f"{src}: [parallel] {key} = {_toml_repr(value)}: not supported yet "

@@ -12,8 +12,22 @@ later op reads one of them), and its all-reduces stand right after its last grad
 runtime starts each bucket's collective while backward goes on (overlap). The loss has a bucket
 of its own, right after it. Clipping and AdamW then see the same gradients on every rank.
 
+With `zero` = 1, 2 or 3 the model states are sharded over the dp group (ZeRO), each tensor
+flattened and zero-padded to dp equal chunks, rank j owning chunk j (its coordinate, the input
+"rank.dp"): every gradient is reduce-scattered (mean) as soon as backward produces it, so a rank
+holds the reduced chunk it owns ("grad.<p>", flat); AdamW's states "m.<p>", "v.<p>" are chunks;
+the gradient norm sums the squares of the chunks and all-reduces them over "dp" (padding adds
+nothing); AdamW updates the rank's chunk only. Stages 1 and 2 keep the whole parameter: the
+rank's chunk of it is taken with `shard`, and the updated chunks are all-gathered into the
+whole "new.<p>". (Stages 1 and 2 are the same graph: a reduce-scatter also serves stage 1,
+where all-reducing and keeping one chunk would move twice the bytes; what differs is when the
+memory planner counts the whole gradients as freed.) Stage 3 keeps only the chunk as the
+parameter: each is all-gathered (and reshaped, "<p>.full") before its first use, the forward and
+the backward both reading the gathered value, and the update stays a chunk.
+
 The lowering names no transport: simulated PEs and MPI ranks run the same graph
-(pam/tensor/runtime.py). Records on the step graph: `dp`, `buckets` (how many), `bucket_bytes`.
+(pam/tensor/runtime.py). Records on the step graph: `dp`, `buckets` (how many), `bucket_bytes`,
+`zero`.
 """
 
 from __future__ import annotations
@@ -33,14 +47,17 @@ class DataParallel:
 
     name: ClassVar[str] = "tensor-data-parallel"
     dialects: ClassVar[tuple[str, ...]] = ("tensor",)
-    records: ClassVar[tuple[str, ...]] = ("dp", "buckets", "bucket_bytes")
+    records: ClassVar[tuple[str, ...]] = ("dp", "buckets", "bucket_bytes", "zero")
     options: ClassVar[dict[str, Option]] = {
         "dp": Option("data-parallel ranks: each runs the step on 1/dp of the batch", minimum=1),
         "bucket_bytes": Option("gradient bytes all-reduced together (a bucket closes when it holds this many)",
                                minimum=1),
+        "zero": Option("ZeRO stage: 0 none, 1 optimizer states, 2 and gradients, 3 and parameters sharded",
+                       minimum=0),
     }
     dp: int = 1
     bucket_bytes: int = 1 << 20
+    zero: int = 0
 
     def apply(self, module: ir.Module) -> ir.Module:
         from hpgrem.ir.tensor import STEP, graph_of
@@ -50,11 +67,13 @@ class DataParallel:
         done = module.annotation(STEP, f"{self.name}.dp")
         if done is not None:
             raise PassError(f"{self.name}: the graph is already lowered for dp = {done}")
-        graph, buckets = self._lower(graph_of(module))
+        if self.zero not in (0, 1, 2, 3):
+            raise PassError(f"{self.name}: zero is 0, 1, 2 or 3, not {self.zero}")
+        graph, buckets = (self._lower_zero if self.zero else self._lower)(graph_of(module))
         lowered = ir.Module(module.source, {**module.rules, STEP: graph}, module.entry, module.language,
                             module.annotations, module.source_lines)
         return annotated(lowered, self, {STEP: {"dp": self.dp, "buckets": buckets,
-                                                "bucket_bytes": self.bucket_bytes}})
+                                                "bucket_bytes": self.bucket_bytes, "zero": self.zero}})
 
     def _lower(self, graph):
         from hpgrem.ir.tensor import Get, Input, Param, State
@@ -117,6 +136,103 @@ class DataParallel:
         if waiting:
             reduce(waiting)
         return b.graph(graph.outputs, dict(graph.updates)), count
+
+    def _check(self, graph) -> list[str]:
+        from hpgrem.ir.tensor import Param
+
+        params = [v.name for v in graph.values if type(v) is Param]
+        defined = {v.name for v in graph.values}
+        missing = [p for p in params if f"grad.{p}" not in defined]
+        if missing:
+            raise PassError(f"{self.name}: no gradient grad.{missing[0]} in the graph (run tensor-autodiff first)")
+        if "loss" not in defined:
+            raise PassError(f"{self.name}: the graph defines no value 'loss'")
+        return params
+
+    def _input(self, b, v) -> None:
+        if v.shape:
+            if v.shape[0] % self.dp:
+                raise PassError(f"{self.name}: a batch of {v.shape[0]} ({v.name}) does not divide "
+                                f"among dp = {self.dp} ranks")
+            b.input(v.name, (v.shape[0] // self.dp, *v.shape[1:]), v.dtype)
+        else:
+            b.input(v.name, v.shape, v.dtype)
+
+    def _lower_zero(self, graph):
+        """The step with the model states sharded (see the module's docstring)."""
+        from hpgrem.ir.tensor import Get, Input, Op, Param, State
+        from hpgrem.ir.tensor_build import GraphBuilder
+
+        dp, stage = self.dp, self.zero
+        params = self._check(graph)
+        shapes = {v.name: v.shape for v in graph.values if type(v) is Param}
+        size = {p: _size(shapes[p]) for p in params}
+        chunk = {p: -(-size[p] // dp) for p in params}
+        owner = {f"grad.{p}": p for p in params} | {f"{k}.{p}": p for p in params for k in ("m", "v")}
+        optimizer = {f"adamw.{p}": p for p in params}
+        b = GraphBuilder()
+        rename: dict[str, str] = {}  # a value's name -> the name later ops read it by
+        count = {"reduce_scatter": 0, "all_gather": 0}
+        grad_squares: set[str] = set()  # sums of squares over gradient chunks: summed over dp
+
+        def collective(kind: str, x: str, name: str, **attrs) -> str:
+            count[kind] += 1
+            return b.op(kind, x, name=name, group=GROUP, bucket=count[kind] - 1, ranks=dp, **attrs)
+
+        def gathered(p: str) -> str:
+            if p not in rename:
+                flat = collective("all_gather", p, f"{p}.gathered", size=size[p])
+                rename[p] = b.op("reshape", flat, name=f"{p}.full", shape=shapes[p])
+            return rename[p]
+
+        def reduced(name: str, local: str) -> None:
+            """The loss all-reduced; a gradient reduce-scattered (its chunk named as it)."""
+            if name == "loss":
+                b.op("allreduce", local, name=name, group=GROUP, bucket=0, reduce="mean")
+            elif name in owner:
+                flat = b.op("reshape", local, name=f"{name}.flat", shape=(size[owner[name]],))
+                collective("reduce_scatter", flat, name, reduce="mean")
+
+        b.input("rank.dp", (), "int64")
+        for v in graph.values:
+            kind = type(v)
+            if kind is Param:
+                b.param(v.name, (chunk[v.name],) if stage == 3 else v.shape, v.dtype)
+            elif kind is State:
+                b.state(v.name, (chunk[owner[v.name]],) if v.name in owner else v.shape, v.dtype)
+            elif kind is Input:
+                self._input(b, v)
+            elif kind is Get:
+                if v.source in optimizer and v.index == 0 and stage < 3:
+                    p = optimizer[v.source]
+                    mine = b.get(v.source, 0, name=f"{v.name}.chunk")
+                    flat = collective("all_gather", mine, f"{v.name}.gathered", size=size[p])
+                    b.op("reshape", flat, name=v.name, shape=shapes[p])
+                else:
+                    local = f"{v.name}.local" if v.name == "loss" or v.name in owner else v.name
+                    b.get(rename.get(v.source, v.source), v.index, name=local)
+                    reduced(v.name, local)
+            elif v.name in optimizer:
+                p = optimizer[v.name]
+                if stage == 3:
+                    param = p
+                else:
+                    param = b.op("shard", b.op("reshape", p, name=f"{p}.flat", shape=(size[p],)), "rank.dp",
+                                 name=f"{p}.chunk", ranks=dp)
+                b.op(v.op, param, *(rename.get(x, x) for x in v.inputs[1:]), name=v.name, **dict(v.attrs))
+            elif v.op in ("global_norm", "sum_squares") and any(x in owner for x in v.inputs):
+                local = b.op("sum_squares", *v.inputs, name=f"{v.name}.chunks")
+                whole = b.op("allreduce", local, name=f"{v.name}.squares" if v.op == "global_norm" else v.name,
+                             group=GROUP, bucket=len(grad_squares) + 1, reduce="sum")
+                grad_squares.add(v.name)
+                if v.op == "global_norm":
+                    b.op("sqrt", whole, name=v.name)
+            else:
+                inputs = tuple(gathered(x) if stage == 3 and x in shapes else x for x in v.inputs)
+                local = f"{v.name}.local" if v.name == "loss" or v.name in owner else v.name
+                b.op(v.op, *inputs, name=local, **self._attrs(v, b))
+                reduced(v.name, local)
+        return b.graph(graph.outputs, dict(graph.updates)), 1 + len(grad_squares)
 
     def _attrs(self, v, b) -> dict:
         """The op's own attributes, a target shape that counts the batch scaled by 1/dp."""

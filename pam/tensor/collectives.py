@@ -109,36 +109,56 @@ def _stages(kind: str, n: int) -> tuple[int, int]:
 
 class MPIAllReduce:
     """Non-blocking collectives on MPI sub-communicators (`comms`: group -> communicator),
-    completed by a PE hook."""
+    completed by a PE hook. MPI matches the collectives of a communicator by the order in which
+    its ranks start them, while a PE starts a collective when its inputs exist (which differs
+    from rank to rank): so a collective whose inputs are ready waits until those before it in
+    the plan, on the same group, have started."""
 
     def __init__(self, replica, pe, per_flop: float, comms: dict) -> None:
         self.replica = replica
         self.pe = pe
         self.comms = comms
         self.pending: list[tuple] = []  # (request, its variable, the buffers it uses)
+        self.order: dict[str, list[int]] = {}  # group name -> its collectives' keys, in plan order
+        for step in replica.plan.steps:
+            if getattr(step, "group", None) is not None:
+                self.order.setdefault(step.group, []).append(step.key)
+        self.started: dict[str, int] = {}  # group name -> how many of this step's have started
+        self.ready: dict[int, tuple] = {}  # key -> (task, bucket, buffer) ready, not yet started
         pe.hooks.append(self.poll)
 
     def begin(self, task, bucket) -> None:
         group = self.replica.members[bucket.group]
         if len(group) < 2:
             return
+        task.chunks = Var()
+        self.ready[bucket.key] = (task, bucket, task.buffer)
+        task.buffer = np.zeros_like(task.buffer)
+        order = self.order[bucket.group]
+        while True:
+            n = self.started.get(bucket.group, 0)
+            entry = self.ready.pop(order[n], None) if n < len(order) else None
+            if entry is None:
+                return
+            self.started[bucket.group] = (n + 1) % len(order)
+            self._start(*entry)
+
+    def _start(self, task, bucket, buffer: np.ndarray) -> None:
         from mpi4py import MPI
 
+        group = self.replica.members[bucket.group]
         comm = self.comms[group]
-        reduced = np.zeros_like(task.buffer)
+        out = task.buffer
         if bucket.kind == "allreduce":
-            request = comm.Iallreduce(task.buffer, reduced, op=MPI.SUM)
+            request = comm.Iallreduce(buffer, out, op=MPI.SUM)
         else:
-            s = task.buffer.size // len(group)
+            s = buffer.size // len(group)
             mine = slice(group.index(self.pe.number) * s, (group.index(self.pe.number) + 1) * s)
             if bucket.kind == "reduce_scatter":
-                request = comm.Ireduce_scatter_block(task.buffer, reduced[mine], op=MPI.SUM)
+                request = comm.Ireduce_scatter_block(buffer, out[mine], op=MPI.SUM)
             else:
-                request = comm.Iallgather(task.buffer[mine], reduced)
-        done = Var()
-        self.pending.append((request, done, task.buffer))
-        task.buffer = reduced
-        task.chunks = done
+                request = comm.Iallgather(buffer[mine], out)
+        self.pending.append((request, task.chunks, buffer))
 
     def advance(self, task, bucket):
         done = task.chunks
