@@ -168,3 +168,12 @@ def test_the_measured_bubble_is_the_schedules(pp, micro_batches, virtual_stages,
              1e-3, 1)
     measured = bubble([job.replica_of(r).clock for r in range(pp)], job.costs.instruction)
     assert measured == pytest.approx((pp - 1) / (virtual_stages * micro_batches), rel=0.10)
+
+
+def test_train_shows_each_stages_actions(capsys):
+    from hpgrem.driver.cli import main
+
+    status = main(["train", TINY, "--steps", "1", "--pp", "2", "--micro-batches", "2", "--show-schedule"])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert "stage 0:\n    0 forward mb 0 chunk 0" in err and "recv <- stage 0: new.wte" in err

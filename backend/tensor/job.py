@@ -28,7 +28,7 @@ from pam.distribution import Net
 from pam.driver import IDLE_SLEEP, Simulated, poll, run_alone
 from pam.pe import PE
 from backend.tensor.layout import Layout, LayoutError, Lowered, lower
-from hpgrem.ir.tensor_schedule import micro_batch_input
+from hpgrem.ir.tensor_schedule import micro_batch_input, program_text
 from backend.tensor.shards import shard, unshard
 from pam.tensor.graph import COLLECTIVES, StepGraph, step_graph
 from pam.tensor.runtime import T800_FLOPS, TensorRuntime
@@ -124,6 +124,13 @@ class TensorJob:
             runtime.replicas[n].persistent = self._initial(n, runtime.graph, params)
             self.local_pes.append(pe)
         self.simulated = Simulated(self.local_pes, self.sim, self.runtime.batch) if self.sim is not None else None
+
+    def schedule_text(self) -> str:
+        """Each pipeline stage's action list, one action a line (`hpgrem train --show-schedule`)."""
+        actions = self.lowered.actions
+        if actions is None:
+            return "no pipeline: each rank runs its graph once per step"
+        return program_text([list(actions[self.layout.rank(pp=i)]) for i in range(self.layout.pp)])
 
     def runtime_of(self, rank: int) -> TensorRuntime:
         """The runtime of the graph rank `rank` runs (its pipeline stage's)."""

@@ -10,6 +10,7 @@ linearly: step k (1-based) of a run with `warmup` W takes lr * min(1, k / W), th
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ class RunOptions:
     flops_per_s: float | None = None  # the per-PE rate of virtual time (None: the runtime's)
     resume: bool = False  # continue from the newest complete checkpoint in [checkpoint] dir
     fail_pe: str | None = None  # "K@STEP": simulated PE K fails in step STEP (backend/tensor/faults.py)
+    show_schedule: bool = False  # print each pipeline stage's action list before training
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,8 @@ class Trainer:
                                  topology=options.topology, mpi=comm is not None, **rate)
         except LayoutError as e:
             raise ConfigError(str(e)) from None
+        if options.show_schedule and (comm is None or comm.Get_rank() == 0):
+            print(self.job.schedule_text(), file=sys.stderr)
         self.step_count = 0
         self._held_out_module = None
         from backend.tensor.faults import parse_failure

@@ -49,6 +49,8 @@ def train_parser() -> argparse.ArgumentParser:
                      "in [checkpoint] dir (under any layout)")
     run.add_argument("--fail-pe", metavar="K@STEP", help="simulated PE K fails in step STEP; the run "
                      "recovers from peer copies ([checkpoint] peer_copy) or the newest checkpoint")
+    run.add_argument("--show-schedule", action="store_true", help="print each pipeline stage's list of "
+                     "actions (forward, backward, send, recv, reduce, optimizer) before training")
     run.add_argument("--flops-per-s", type=_rate, metavar="F", help="each simulated PE's kernel rate "
                      "(FLOP/s) in virtual time")
     over = p.add_argument_group("configuration keys ([section] key)")
@@ -84,7 +86,7 @@ def cmd_train(argv: list[str], comm) -> int:
         print(e.diagnostic.render(e.text), file=sys.stderr)
         return 2
     options = RunOptions(pes=args.pes, topology=args.topology, data=args.data, flops_per_s=args.flops_per_s,
-                         resume=args.resume, fail_pe=args.fail_pe)
+                         resume=args.resume, fail_pe=args.fail_pe, show_schedule=args.show_schedule)
     rank0 = comm is None or comm.Get_rank() == 0
     for out in (args.metrics, args.save):
         if out is not None:
