@@ -53,12 +53,13 @@ def test_meter_keeps_each_peak_and_the_moment_of_the_largest_sum():
     meter.alloc("gradients", 50)
     meter.free("activations", 100)
     meter.alloc("gradients", 20)
-    meter.to_host("gradients", 70)
+    meter.free("gradients", 70)
+    meter.alloc("optimizer", 70, host=True)
     report = meter.report()
     assert report.peak["activations"] == 100 and report.peak["gradients"] == 70
     assert report.peak_total == 150 and report.at_peak == {**dict.fromkeys(CATEGORIES, 0),
                                                              "activations": 100, "gradients": 50}
-    assert report.host["gradients"] == 70 and meter.total == 0
+    assert report.host["optimizer"] == 70 and report.peak["optimizer"] == 0 and meter.total == 0
 
 
 def test_values_are_released_after_their_last_reader():

@@ -273,11 +273,6 @@ def check(config: TrainConfig) -> None:
     if m.n_head % p.tp:
         raise ConfigError(f"{src}: [parallel] tp = {p.tp} does not divide n_head = {m.n_head} "
                           "(each tensor-parallel rank takes whole heads)")
-    for key, default in (("offload", "none"),):
-        value = getattr(p, key)
-        if value != default:
-            raise ConfigError(f"{src}: [parallel] {key} = {_toml_repr(value)}: not supported yet "
-                              f"(part 2); part 1 runs data parallelism only ({key} = {_toml_repr(default)})")
     _check_pipeline(src, m, t, p)
 
 

@@ -60,13 +60,14 @@ class TensorJob:
     communicator's ranks), with `params` (name -> whole array) as the initial parameters and
     zero optimizer state. `layout` defaults to Layout(dp=dp). `flops_per_s` is each PE's kernel
     rate in virtual time, `costs` the links' (pam.costs). `release` false keeps every value of a
-    step until it ends (tests inspect them)."""
+    step until it ends (tests inspect them). `device_budget` (bytes per PE) holds offloading's
+    fetches back while the device is full (pam.tensor.runtime)."""
 
     def __init__(self, module, params: dict[str, np.ndarray], *, layout: Layout | None = None,
                  pes: int | None = None, topology: str | None = None, dp: int = 1,
                  flops_per_s: float = T800_FLOPS, mpi: bool = False, costs: CostModel = DEFAULT,
                  seed: int = 0, kernels: dict | None = None, bucket_bytes: int | None = None,
-                 release: bool = True):
+                 release: bool = True, device_budget: int | None = None):
         if layout is None:
             layout = Layout(dp=dp)
         elif dp != 1 and dp != layout.dp:
@@ -104,7 +105,7 @@ class TensorJob:
             self.control = self.comm.Dup()
         actions = self.lowered.actions
         self.runtimes = [TensorRuntime(m, kernels=kernels, flops_per_s=flops_per_s, costs=costs,
-                                       comms=comms, groups=groups, release=release,
+                                       comms=comms, groups=groups, release=release, device_budget=device_budget,
                                        program=None if actions is None else list(actions[layout.rank(pp=i)]))
                          for i, m in enumerate(self.lowered.stages)]
         self.runtime = self.runtimes[0]

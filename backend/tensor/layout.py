@@ -28,6 +28,7 @@ TENSOR_PARALLEL = "tensor-parallel"
 DATA_PARALLEL = "tensor-data-parallel"
 PIPELINE = "tensor-pipeline"
 RECOMPUTE_PASS = "tensor-recompute"
+OFFLOAD_PASS = "tensor-offload"
 
 
 class LayoutError(ValueError):
@@ -158,6 +159,8 @@ def lower(module, layout: Layout, *, bucket_bytes: int | None = None) -> Lowered
         stages, actions = _pipeline(stages[0], layout)
     if layout.recompute != "none":
         stages = tuple(_run(m, RECOMPUTE_PASS, {"mode": layout.recompute}) for m in stages)
+    if layout.offload != "none":
+        stages = tuple(_run(m, OFFLOAD_PASS, {"mode": layout.offload}) for m in stages)
     return Lowered(layout, stages, actions)
 
 

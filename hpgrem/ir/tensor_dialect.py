@@ -341,6 +341,10 @@ OPS: dict[str, OpSig] = {
                    doc="(x, index) -> part `index` of dimension 0 split in `ranks` (zero-padded)"),
     "sum_squares": OpSig(None, _scalar, doc="the sum of squares of all inputs"),
     "sqrt": OpSig(1, _elementwise, doc="the square root"),
+    # offloading (inserted by tensor-offload; pam/tensor/offload.py)
+    "evict": OpSig(1, _elementwise, {"store": (str, "memory")},
+                   doc="the input written to the host store (\"memory\" or \"file\": a memmap)"),
+    "fetch": OpSig(1, _elementwise, doc="a device copy of a value held on the host"),
 }
 """Every tensor op: its inputs, attributes and inference."""
 

@@ -62,6 +62,7 @@ PASS_TABLE: dict[str, str | type] = {
     "tensor-parallel": "hpgrem.passes.tensor_parallel:TensorParallel",
     "tensor-pipeline": "hpgrem.passes.pipeline:Pipeline",
     "tensor-recompute": "hpgrem.passes.recompute:Recompute",
+    "tensor-offload": "hpgrem.passes.offload:Offload",
 }
 
 ANALYSIS_TABLE: dict[str, str | type] = {
@@ -73,7 +74,7 @@ ANALYSIS_TABLE: dict[str, str | type] = {
 # Lowerings change what a module computes (a forward graph gains its gradients; a step is split
 # over data-parallel ranks): they run when named (`--passes`, the trainer), never by a level.
 LOWERINGS: frozenset[str] = frozenset({"tensor-autodiff", "tensor-data-parallel", "tensor-parallel", "tensor-pipeline",
-                                     "tensor-recompute"})
+                                     "tensor-recompute", "tensor-offload"})
 
 LEVELS: dict[int, tuple[str, ...]] = {
     0: (),

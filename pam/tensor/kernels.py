@@ -29,6 +29,7 @@ import numpy as np
 
 from hpgrem.ir.tensor import Get, Input, Param, State, graph_of
 from hpgrem.ir.tensor_dialect import op_attrs
+from pam.tensor import offload
 
 Shapes = list[tuple[int, ...]]
 
@@ -405,6 +406,8 @@ KERNELS: dict[str, Kernel] = {
     "sqrt": Kernel(_sqrt, _elements(1)),
     "shard": Kernel(_shard, lambda a, s: 0),
     "parallel_copy": Kernel(lambda attrs, x: x, lambda a, s: 0),
+    "evict": Kernel(offload.evict, lambda a, s: 0),
+    "fetch": Kernel(offload.fetch, lambda a, s: 0),
     "adamw": Kernel(_adamw, lambda a, s: 14 * _size(s[0])),
 }
 """The kernel of every op but the collectives."""

@@ -61,6 +61,7 @@ class MemoryReport:
     peak_total: int = 0
     at_peak: dict[str, int] = field(default_factory=dict)
     host: dict[str, int] = field(default_factory=dict)
+    stalls: int = 0  # times a fetch waited for room under the device budget (back-pressure)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -69,7 +70,7 @@ class MemoryReport:
 class MemoryMeter:
     """Live bytes by category on one PE, with the peaks since `reset`."""
 
-    __slots__ = ("live", "peak", "total", "peak_total", "at_peak", "host", "host_peak")
+    __slots__ = ("live", "peak", "total", "peak_total", "at_peak", "host", "host_peak", "stalls")
 
     def __init__(self) -> None:
         self.reset()
@@ -80,10 +81,16 @@ class MemoryMeter:
         self.peak = dict.fromkeys(CATEGORIES, 0)
         self.host = dict.fromkeys(CATEGORIES, 0)
         self.host_peak = dict.fromkeys(CATEGORIES, 0)
-        self.total = self.peak_total = 0
+        self.total = self.peak_total = self.stalls = 0
         self.at_peak = dict(self.live)
 
-    def alloc(self, category: str, nbytes: int) -> None:
+    def alloc(self, category: str, nbytes: int, host: bool = False) -> None:
+        """`nbytes` of `category` become live on the device (or in the host store)."""
+        if host:
+            live = self.host[category] + nbytes
+            self.host[category] = live
+            self.host_peak[category] = max(self.host_peak[category], live)
+            return
         live = self.live[category] + nbytes
         self.live[category] = live
         if live > self.peak[category]:
@@ -93,24 +100,16 @@ class MemoryMeter:
             self.peak_total = self.total
             self.at_peak = dict(self.live)
 
-    def free(self, category: str, nbytes: int) -> None:
+    def free(self, category: str, nbytes: int, host: bool = False) -> None:
+        if host:
+            self.host[category] -= nbytes
+            return
         self.live[category] -= nbytes
         self.total -= nbytes
 
-    def to_host(self, category: str, nbytes: int) -> None:
-        """`nbytes` of `category` leave the device for the host."""
-        self.free(category, nbytes)
-        live = self.host[category] + nbytes
-        self.host[category] = live
-        self.host_peak[category] = max(self.host_peak[category], live)
-
-    def to_device(self, category: str, nbytes: int) -> None:
-        """`nbytes` of `category` come back from the host."""
-        self.host[category] -= nbytes
-        self.alloc(category, nbytes)
-
     def report(self) -> MemoryReport:
-        return MemoryReport(dict(self.peak), self.peak_total, dict(self.at_peak), dict(self.host_peak))
+        return MemoryReport(dict(self.peak), self.peak_total, dict(self.at_peak), dict(self.host_peak),
+                            self.stalls)
 
 
 def nbytes(value) -> int:

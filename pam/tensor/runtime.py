@@ -165,6 +165,13 @@ class Plan:
         kept = self.kept
         self.in_place = frozenset(s.output for s in self.steps if type(s) is KernelCall
                                   and any(kept[slot] for _, slot in s.parts))
+        self.host = [False] * self.size  # held in the host store (tensor-offload), not on the device
+        for op in graph.ops:
+            if op.op == "fetch":
+                self.host[self.slot[op.inputs[0]]] = True
+            elif op.op == "evict":
+                self.host[self.slot[op.name]] = True
+        self.fetches = frozenset(s.output for s in self.steps if type(s) is KernelCall and s.op == "fetch")
 
 
 class OpTask(Task):
@@ -230,6 +237,8 @@ class Replica:
         self.clock = Clock()
         self.meter = MemoryMeter()
         self.release = True  # drop dead values (False: keep all until the step ends, for tests)
+        self.room_var: Var | None = None  # fetches wait on it for room under the device budget
+        self.in_flight = 0  # collectives begun and not finished: they will free memory
         self.pending: list[int] = []  # per slot: the steps still to read it in this step
 
     def start(self, feeds: dict[str, np.ndarray]) -> None:
@@ -240,11 +249,12 @@ class Replica:
         self.clock = Clock()
         slots = self.slots = [Var() for _ in range(plan.size)]
         self.meter.reset()
+        self.room_var, self.in_flight = None, 0
         self.pending = list(plan.readers)
         for name, value in (*self.persistent.items(), *feeds.items()):
             slot = plan.slot[name]
             slots[slot].val = value
-            self.meter.alloc(plan.category[slot], nbytes(value))
+            self.meter.alloc(plan.category[slot], nbytes(value), plan.host[slot])
         for t in reversed(self.tasks):
             if type(t) is CollectiveTask:
                 t.reset()
@@ -262,7 +272,7 @@ class Replica:
     def produced(self, slot: int, value) -> None:
         """Account `value`, just bound to `slot`; a value nothing reads nor keeps is dropped."""
         plan = self.plan
-        self.meter.alloc(plan.category[slot], nbytes(value))
+        self.meter.alloc(plan.category[slot], nbytes(value), plan.host[slot])
         if not plan.readers[slot] and not plan.kept[slot]:
             self.drop(slot)
 
@@ -278,9 +288,21 @@ class Replica:
         """The value of `slot` is dead: uncounted, and released unless the runtime keeps
         every value for inspection (`release` false)."""
         var = self.slots[slot]
-        self.meter.free(self.plan.category[slot], nbytes(var.val))
+        self.meter.free(self.plan.category[slot], nbytes(var.val), self.plan.host[slot])
         if self.release:
             var.val = None
+
+    def room(self) -> Var:
+        """What a fetch held back by the device budget waits on: bound when an op has run."""
+        if self.room_var is None:
+            self.room_var = Var()
+        return self.room_var
+
+    def made_room(self) -> None:
+        """An op has run (and perhaps freed memory): the fetches held back look again."""
+        if self.room_var is not None:
+            var, self.room_var = self.room_var, None
+            self.pe.bind(var, True)
 
 
 class TensorRuntime:
@@ -289,7 +311,10 @@ class TensorRuntime:
     collectives, the PEs partitioned into groups of that name; `comms` maps a group (its PE
     numbers) to its MPI sub-communicator under mpiexec, None in one process (parts then travel
     as messages). `release` false keeps every value of a step until it ends (to inspect them);
-    the memory figures are the same either way."""
+    the memory figures are the same either way. `device_budget` (bytes) is the back-pressure of
+    offloading: a `fetch` runs only when the device's live bytes leave room for its result, or
+    when nothing else is ready to run nor any collective in flight (so a step never waits
+    forever)."""
 
     batch = 1  # a kernel is a large step: a simulated PE looks at its messages after each
     counters = ("kernels", "collectives")
@@ -297,7 +322,7 @@ class TensorRuntime:
     def __init__(self, module, counting: bool = False, *, kernels: dict | None = None,
                  flops_per_s: float = T800_FLOPS, costs: CostModel = DEFAULT, comms: dict | None = None,
                  groups: dict[str, tuple[tuple[int, ...], ...]] | None = None, feeds: dict | None = None,
-                 release: bool = True, program: list | None = None):
+                 release: bool = True, program: list | None = None, device_budget: int | None = None):
         if kernels is None:
             from pam.tensor.kernels import KERNELS as kernels
         if not flops_per_s > 0:
@@ -321,6 +346,7 @@ class TensorRuntime:
         self.groups = groups or {}
         self.feeds = feeds
         self.release = release
+        self.device_budget = device_budget
         self.replicas: dict[int, Replica] = {}
         self.steps: dict[int, dict] = {}
 
@@ -330,6 +356,7 @@ class TensorRuntime:
         counting = self.counting
         counters = pe.stats.counters
         in_place_outputs = self.plan.in_place
+        budget, fetches = self.device_budget, self.plan.fetches
         per_flop = 1.0 / (self.flops_per_s * self.costs.instruction)
 
         @declare("tensor op", 1, OP_COST, key="tensor-op")
@@ -338,8 +365,14 @@ class TensorRuntime:
             slots = replica.slots
             unbound = [slots[i] for i in k.inputs if slots[i].val is None]
             if unbound:
+                replica.made_room()  # a held-back fetch may be what this op waits for
                 return WaitAll(unbound)
+            if budget is not None and k.output in fetches and (pe.ready or replica.in_flight) \
+                    and replica.meter.total + nbytes(slots[k.inputs[0]].val) > budget:
+                replica.meter.stalls += 1  # back-pressure: other work first, a fetch when it fits
+                return WaitAll([replica.room()])
             run_kernel(k)
+            replica.made_room()
             return None
 
         def run_kernel(k: KernelCall) -> None:
@@ -379,6 +412,7 @@ class TensorRuntime:
                 group = replica.members[b.group]
                 task.buffer = b.buffer([slots[i].val for i in b.inputs], group.index(pe.number), len(group))
                 replica.meter.alloc("communication", task.buffer.nbytes)
+                replica.in_flight += 1
                 replica.consumed(b.inputs)
                 clock.collectives += 1
                 clock.reduced_bytes += task.buffer.nbytes
@@ -406,6 +440,8 @@ class TensorRuntime:
                 replica.produced(i, part)
                 offset += n
             replica.meter.free("communication", whole.nbytes)
+            replica.in_flight -= 1
+            replica.made_room()
             task.buffer = task.chunks = None
             clock.comm_wall += perf_counter() - began
             return None
