@@ -25,7 +25,7 @@ def add_render_options(q: argparse.ArgumentParser) -> None:
                    "is its place in the stream, from 1; A: or :B leave one end open)")
     q.add_argument("--pe", type=_pe, metavar="K", help="show only the events of PE K")
     q.add_argument("--dot", metavar="DIR", help="also write Graphviz snapshots of the goal graph to DIR "
-                   "(at the --steps, or at chosen steps)")
+                   "(at each rewrite of the --steps, or at steps spread over the run)")
     q.add_argument("--html", metavar="OUT.html", help="also write the trace viewer, one self-contained file")
 
 
@@ -180,7 +180,10 @@ def render(args, header: dict, events: list[dict], end: dict) -> None:
     sys.stdout.write(text(header, events, end, selection))
     if args.dot is not None:
         from hpgrem.trace.dot import write_snapshots
-        steps = None if args.steps is None else list(range(first or 1, (last or len(events)) + 1))
+        steps = None  # T3's choice: steps spread over the run
+        if args.steps is not None:  # a snapshot at each rewrite in the range (the graph changes there)
+            steps = [n for n in range(first or 1, min(last or len(events), len(events)) + 1)
+                     if events[n - 1]["ev"] == "rewrite"]
         for path in write_snapshots(header, events, args.dot, steps):
             print(f"wrote {path}", file=sys.stderr)
     if args.html is not None:
