@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -34,15 +33,13 @@ META = {"seed": 0, "data": None, "dtype": "float32", "layout": {"dp": 2, "tp": 1
         "model": {"n_layer": 1, "n_head": 1, "d_model": 4, "seq_len": 2, "vocab": 3}}
 
 
-def config(root, steps: int, *, dp: int = 1, tp: int = 1, every: int = 0, write: str = "sync",
-           peer_copy: str = "none", dtype: str = "float64"):
-    """The tiny model (one layer) in float64. tp is set past the configuration's check, which
-    part 1 wrote to refuse it: the job itself runs it (backend/tensor/layout.py)."""
-    c = config_from_table({"model": {"n_layer": 1}, "train": {"steps": steps, "dtype": dtype, "batch": 4},
-                           "parallel": {"dp": dp},
-                           "checkpoint": {"dir": str(root), "every": every, "keep": 2, "write": write,
-                                          "peer_copy": peer_copy}}, "test")
-    return replace(c, parallel=replace(c.parallel, tp=tp))
+def config(root, steps: int, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, every: int = 0,
+           write: str = "sync", peer_copy: str = "none", dtype: str = "float64"):
+    """The tiny model in float64, under a layout."""
+    return config_from_table({"train": {"steps": steps, "dtype": dtype, "batch": 4},
+                              "parallel": {"dp": dp, "tp": tp, "pp": pp, "zero": zero},
+                              "checkpoint": {"dir": str(root), "every": every, "keep": 2, "write": write,
+                                             "peer_copy": peer_copy}}, "test")
 
 
 def states(value: float) -> dict[int, dict[str, np.ndarray]]:
@@ -183,16 +180,17 @@ def test_resume_ends_with_the_parameters_of_the_uninterrupted_run_bit_for_bit(tm
     assert "resumed from" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("saved, resumed", [((2, 1), (1, 1)), ((1, 1), (1, 2)), ((1, 2), (2, 1)),
-                                            ((1, 2), (2, 2))])
+@pytest.mark.parametrize("saved, resumed", [((2, 1, 1, 0), (1, 1, 1, 0)), ((1, 1, 1, 0), (1, 2, 1, 0)),
+                                            ((1, 2, 1, 0), (2, 1, 1, 1)), ((2, 1, 1, 3), (1, 2, 2, 0)),
+                                            ((1, 1, 2, 0), (2, 2, 1, 0))])
 def test_resume_under_another_layout_loads_the_same_state_and_trains_on(tmp_path, saved, resumed):
-    """(dp, tp): the state a layout loads is the checkpoint's bit for bit; the steps after it
-    agree with the uninterrupted run to float64's 1e-9 (the layouts sum in other orders)."""
-    (dp, tp), (dp2, tp2) = saved, resumed
-    whole = train(config(tmp_path / "none", 3, dp=dp, tp=tp), report=False).params
-    train(config(tmp_path, 2, dp=dp, tp=tp, every=2), report=False)
+    """(dp, tp, pp, zero): the state a layout loads is the checkpoint's bit for bit; the steps
+    after it agree with the uninterrupted run to float64's 1e-9 (the layouts sum in other orders)."""
+    (dp, tp, pp, zero), (dp2, tp2, pp2, zero2) = saved, resumed
+    whole = train(config(tmp_path / "none", 3, dp=dp, tp=tp, pp=pp, zero=zero), report=False).params
+    train(config(tmp_path, 2, dp=dp, tp=tp, pp=pp, zero=zero, every=2), report=False)
     saved_values = latest(str(tmp_path)).values
-    trainer = Trainer(config(tmp_path, 3, dp=dp2, tp=tp2), RunOptions(resume=True))
+    trainer = Trainer(config(tmp_path, 3, dp=dp2, tp=tp2, pp=pp2, zero=zero2), RunOptions(resume=True))
     try:
         assert same({**trainer.job.parameters(), **trainer.job.optimizer_states()}, saved_values)
         trainer.step()
@@ -205,7 +203,7 @@ def test_resume_under_another_layout_loads_the_same_state_and_trains_on(tmp_path
 
 def test_resume_refuses_a_checkpoint_of_another_model_and_starts_afresh_without_one(tmp_path, capsys):
     train(config(tmp_path, 1, every=1), report=False)
-    other = config_from_table({"model": {"n_layer": 2}, "checkpoint": {"dir": str(tmp_path)}}, "test")
+    other = config_from_table({"model": {"n_layer": 3}, "checkpoint": {"dir": str(tmp_path)}}, "test")
     with pytest.raises(CheckpointError, match="was written by a run with model"):
         Trainer(other, RunOptions(resume=True))
     empty = train(config(tmp_path / "empty", 1), RunOptions(resume=True), report=False)
