@@ -178,6 +178,27 @@ def test_tensor_parallel_splits_heads_and_mlp_and_verifies():
         lower(m, Layout(tp=3))
 
 
+def test_zero_shards_the_model_states_over_dp():
+    m = build_training_step(SHAPE, BATCH, "float32", weight_decay=0.1, clip=0.5)
+    whole = init_params(SHAPE, 0, "float32")
+    n = sum(p.size for p in whole.values())
+    for stage in (1, 2, 3):
+        lowered = lower(m, Layout(dp=4, zero=stage)).stages[0]
+        assert verify(lowered) == []
+        values = graph_of(lowered).value_map()
+        for name, p in whole.items():
+            chunk = (-(-p.size // 4),)
+            assert values[f"m.{name}"].shape == values[f"v.{name}"].shape == chunk
+            assert values[name].shape == (chunk if stage == 3 else p.shape)
+            assert values[f"grad.{name}"].op == "reduce_scatter"
+        gathers = [v for v in graph_of(lowered).values if getattr(v, "op", None) == "all_gather"]
+        # stage 3: each parameter before the forward and each one the backward reads again
+        assert len(gathers) == len(whole) if stage < 3 else len(whole) < len(gathers) < 2 * len(whole)
+    job = TensorJob(m, whole, layout=Layout(dp=4, zero=3))
+    held = sum(a.nbytes for a in job.replica_of(2).persistent.values())
+    assert 3 * n * 4 / 4 <= held < 3 * n * 4 / 4 * 1.02  # a quarter of params, m and v (+ padding)
+
+
 @pytest.mark.parametrize("layout", LAYOUTS[1:], ids=str)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_each_layout_trains_as_one_pe_does(layout, dtype):

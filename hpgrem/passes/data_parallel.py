@@ -22,8 +22,9 @@ rank's chunk of it is taken with `shard`, and the updated chunks are all-gathere
 whole "new.<p>". (Stages 1 and 2 are the same graph: a reduce-scatter also serves stage 1,
 where all-reducing and keeping one chunk would move twice the bytes; what differs is when the
 memory planner counts the whole gradients as freed.) Stage 3 keeps only the chunk as the
-parameter: each is all-gathered (and reshaped, "<p>.full") before its first use, the forward and
-the backward both reading the gathered value, and the update stays a chunk.
+parameter: each is all-gathered (and reshaped, "<p>.full") before its first use in the forward
+and again ("<p>.full.backward") before its first use in the backward, so the runtime frees the
+forward's copy after its last forward reader; the update stays a chunk.
 
 The lowering names no transport: simulated PEs and MPI ranks run the same graph
 (pam/tensor/runtime.py). Records on the step graph: `dp`, `buckets` (how many), `bucket_bytes`,
@@ -171,7 +172,6 @@ class DataParallel:
         owner = {f"grad.{p}": p for p in params} | {f"{k}.{p}": p for p in params for k in ("m", "v")}
         optimizer = {f"adamw.{p}": p for p in params}
         b = GraphBuilder()
-        rename: dict[str, str] = {}  # a value's name -> the name later ops read it by
         count = {"reduce_scatter": 0, "all_gather": 0}
         grad_squares: set[str] = set()  # sums of squares over gradient chunks: summed over dp
 
@@ -179,11 +179,17 @@ class DataParallel:
             count[kind] += 1
             return b.op(kind, x, name=name, group=GROUP, bucket=count[kind] - 1, ranks=dp, **attrs)
 
+        full: dict[tuple[str, bool], str] = {}  # (parameter, in the backward) -> its gathered value
+        backward = False
+
         def gathered(p: str) -> str:
-            if p not in rename:
-                flat = collective("all_gather", p, f"{p}.gathered", size=size[p])
-                rename[p] = b.op("reshape", flat, name=f"{p}.full", shape=shapes[p])
-            return rename[p]
+            """Stage 3: the whole parameter, gathered once for the forward and once again for
+            the backward (so the forward's copy is freed after its last forward reader)."""
+            if (p, backward) not in full:
+                suffix = ".backward" if backward else ""
+                flat = collective("all_gather", p, f"{p}.gathered{suffix}", size=size[p])
+                full[p, backward] = b.op("reshape", flat, name=f"{p}.full{suffix}", shape=shapes[p])
+            return full[p, backward]
 
         def reduced(name: str, local: str) -> None:
             """The loss all-reduced; a gradient reduce-scattered (its chunk named as it)."""
@@ -195,6 +201,7 @@ class DataParallel:
 
         b.input("rank.dp", (), "int64")
         for v in graph.values:
+            backward = backward or v.name == "grad.loss"
             kind = type(v)
             if kind is Param:
                 b.param(v.name, (chunk[v.name],) if stage == 3 else v.shape, v.dtype)
@@ -210,7 +217,7 @@ class DataParallel:
                     b.op("reshape", flat, name=v.name, shape=shapes[p])
                 else:
                     local = f"{v.name}.local" if v.name == "loss" or v.name in owner else v.name
-                    b.get(rename.get(v.source, v.source), v.index, name=local)
+                    b.get(v.source, v.index, name=local)
                     reduced(v.name, local)
             elif v.name in optimizer:
                 p = optimizer[v.name]
@@ -219,7 +226,7 @@ class DataParallel:
                 else:
                     param = b.op("shard", b.op("reshape", p, name=f"{p}.flat", shape=(size[p],)), "rank.dp",
                                  name=f"{p}.chunk", ranks=dp)
-                b.op(v.op, param, *(rename.get(x, x) for x in v.inputs[1:]), name=v.name, **dict(v.attrs))
+                b.op(v.op, param, *v.inputs[1:], name=v.name, **dict(v.attrs))
             elif v.op in ("global_norm", "sum_squares") and any(x in owner for x in v.inputs):
                 local = b.op("sum_squares", *v.inputs, name=f"{v.name}.chunks")
                 whole = b.op("allreduce", local, name=f"{v.name}.squares" if v.op == "global_norm" else v.name,
