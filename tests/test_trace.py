@@ -209,6 +209,9 @@ def test_trace_limit_cuts_the_stream_and_says_where(capsys, tmp_path):
     assert out.rstrip().endswith("-- trace cut after step 7: --trace-limit 7 reached; the run went on unrecorded --")
     assert main(["run", str(EXAMPLES / "nrev.par"), "--trace", str(path), "--trace-limit", "3"]) == 0
     assert read_stream(path)[2]["cut"] is True
+    capsys.readouterr()
+    assert main(["run", str(EXAMPLES / "nrev.par"), "--trace-limit", "3"]) == 2
+    assert "--trace-limit limits a trace" in capsys.readouterr().err
 
 
 def test_selection_by_rule_steps_and_pe(capsys, tmp_path):

@@ -55,8 +55,12 @@ def _pe(text: str) -> int:
 
 
 def traced(args) -> bool:
-    """Whether this run records a trace."""
-    return args.command == "trace" or args.trace is not None
+    """Whether this run records a trace (UsageError for a --trace-limit with nothing to limit)."""
+    if args.command == "trace" or args.trace is not None:
+        return True
+    if args.trace_limit is not None:
+        raise UsageError("--trace-limit limits a trace: give --trace OUT.jsonl too (or use hpgrem trace)")
+    return False
 
 
 def start_trace(args, module, pes: int, comm):
