@@ -40,6 +40,7 @@ def test_categories_follow_the_names():
     params, states = frozenset({"wte", "h.0.ln_1.weight"}), frozenset({"m.wte", "v.wte"})
     cases = {"wte": "parameters", "new.wte": "parameters", "wte.chunk": "parameters",
              "new.wte.gathered": "parameters", "wte.gathered": "communication", "wte.full": "communication",
+             "wte.gathered.backward": "communication",
              "grad.wte": "gradients", "grad.wte.part.1": "gradients", "grad.h.0.ln_1.weight.local": "gradients",
              "m.wte": "optimizer", "new.v.wte": "optimizer", "h.0.ln_1": "activations",
              "grad.h.0.ln_1": "activations", "tokens": "activations", "grad_norm": "activations"}
@@ -178,3 +179,66 @@ def test_recompute_needs_a_backward_pass():
     with pytest.raises(PassError, match="no backward pass"):
         run_passes(build_forward(SHAPE, BATCH), ["tensor-recompute"], analyses=False,
                    options={"tensor-recompute": {"mode": "full"}})
+
+
+def run_offload(layout: Layout, module=None, budget: int | None = None, steps: int = 3):
+    module = module or build_training_step(SHAPE, BATCH, "float64", 0.1, 1.0)
+    job = TensorJob(module, init_params(SHAPE, 0, "float64"), layout=layout, device_budget=budget)
+    losses = []
+    for k in range(1, steps + 1):
+        tokens, targets = synthetic_batch(k, BATCH, SHAPE.seq_len, SHAPE.vocab, 0)
+        losses.append(job.step({"tokens": tokens, "targets": targets}, 1e-3, k).loss)
+    params = job.parameters()
+    memory = job.runtime.replicas[job.local_pes[0].number].meter.report()
+    job.close()
+    return losses, params, memory
+
+
+def same_run(a, b) -> bool:
+    return a[0] == b[0] and a[1].keys() == b[1].keys() and all(np.array_equal(a[1][k], b[1][k]) for k in a[1])
+
+
+@pytest.mark.parametrize("mode,store", [("optimizer", "memory"), ("params", "memory"), ("params", "file")])
+def test_offload_gives_the_same_bits_and_moves_the_states_to_the_host(mode, store):
+    plain = run_offload(Layout())
+    module = run_passes(build_training_step(SHAPE, BATCH, "float64", 0.1, 1.0), ["tensor-offload"],
+                        analyses=False, options={"tensor-offload": {"mode": mode, "store": store}})
+    offloaded = run_offload(Layout(), module)
+    assert same_run(plain, offloaded)
+    device, host = plain[2].peak, offloaded[2].host
+    assert host["optimizer"] == device["optimizer"]  # m and v, all on the host between uses
+    assert offloaded[2].peak["optimizer"] < device["optimizer"] / 3  # a state's copy lives around its update
+    if mode == "params":
+        assert host["parameters"] == device["parameters"]
+        assert offloaded[2].peak["parameters"] < device["parameters"] / 2
+    else:
+        assert host["parameters"] == 0 and offloaded[2].peak["parameters"] == device["parameters"]
+    assert offloaded[2].peak_total < plain[2].peak_total
+
+
+def test_offloaded_host_bytes_are_the_planners():
+    for mode in ("optimizer", "params"):
+        config, stats = last_step(offload=mode)
+        row = comparison(config, stats.per_pe)[0]
+        assert row["host"]["measured"] == pytest.approx(row["host"]["predicted"], rel=TOLERANCE)
+
+
+def test_back_pressure_keeps_fetches_under_the_device_budget():
+    # dp = 2: AdamW waits for the gradients' all-reduce, so every fetch of m and v is ready
+    # long before its reader; unchecked they fill the device with all the states at once.
+    unchecked = run_offload(Layout(dp=2, offload="optimizer"))
+    held = run_offload(Layout(dp=2, offload="optimizer"), budget=500_000)
+    assert same_run(unchecked, held) and same_run(run_offload(Layout(dp=2)), held)
+    assert unchecked[2].stalls == 0 and held[2].stalls > 0
+    assert unchecked[2].peak["optimizer"] == unchecked[2].host["optimizer"]  # everything fetched at once
+    assert held[2].peak["optimizer"] < unchecked[2].peak["optimizer"] / 2
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"mode": "disk"}, "mode must be one of none, optimizer, params"),
+    ({"mode": "params", "store": "tape"}, "store must be one of memory, file"),
+])
+def test_offload_pass_refuses_bad_options(options, message):
+    module = build_training_step(SHAPE, BATCH, "float64")
+    with pytest.raises(PassError, match=message):
+        run_passes(module, ["tensor-offload"], analyses=False, options={"tensor-offload": options})

@@ -23,8 +23,9 @@ GRAD = "grad."
 NEW = "new."
 
 
-GATHERED = (".gathered", ".full")
-"""Suffixes of a whole parameter that ZeRO-3 gathers from the shards for the step's use."""
+GATHERED = frozenset({"gathered", "full"})
+"""Suffix words of a whole parameter that ZeRO-3 gathers from the shards for the step's use
+("<param>.gathered", "<param>.full", "<param>.gathered.backward", ...)."""
 
 
 def category_of(name: str, params: frozenset[str], states: frozenset[str]) -> str:
@@ -41,15 +42,24 @@ def category_of(name: str, params: frozenset[str], states: frozenset[str]) -> st
     base = name[len(NEW):] if new else name
     if _names_one_of(base, states):
         return "optimizer"
-    if _names_one_of(base, params):
-        return "communication" if not new and base not in params and base.endswith(GATHERED) else "parameters"
-    return "activations"
+    suffix = _suffix_of(base, params)
+    if suffix is None:
+        return "activations"
+    return "communication" if not new and GATHERED & set(suffix) else "parameters"
+
+
+def _suffix_of(name: str, params: frozenset[str]) -> list[str] | None:
+    """The dotted words after the parameter `name` starts with (None: it names none)."""
+    parts = name.split(".")
+    for k in range(1, len(parts) + 1):
+        if ".".join(parts[:k]) in params:
+            return parts[k:]
+    return None
 
 
 def _names_one_of(name: str, params: frozenset[str]) -> bool:
     """Whether `name` is a parameter's name or one with a dotted suffix."""
-    parts = name.split(".")
-    return any(".".join(parts[:k]) in params for k in range(1, len(parts) + 1))
+    return _suffix_of(name, params) is not None
 
 
 @dataclass(slots=True)
