@@ -12,28 +12,36 @@ with it the stream, is deterministic). Each has "ev", "pe", "seq" (per PE, from 
 PE's clock in microseconds: virtual time on one PE and in simulation, wall time under MPI). The
 fields of each kind are in docs/trace.md.
 
-How a runtime's code reports its reductions (PARLOG's traced code does this, pam/parlog/rules.py;
-ML's is helper T2's, pam/ml):
+How a runtime's code reports its reductions (PARLOG's traced code: pam/parlog/rules.py and
+clause_code.py; ML's: pam/ml/tracing.py):
 
 - a step function that reports its own rewrites has the attribute `traced = True`; for any other
   step (a primitive, a step made by hand) the traced loop reports one rewrite per committed step
   itself (`Tracer.begin_task` / `Tracer.commit_task`), so every reduction --stats counts is one
   rewrite event;
 - a reduction: `begin(task, rule, redex, variables, clause=, span=)` when it commits (before it
-  binds anything: `variables` are the unbound variables of the redex, whose bindings are reported),
-  then `spawned(task)` for each task it creates (PARLOG's traced code makes its goals through a
-  factory that calls it), `bound()` once its own bindings are made (optional: `end` calls it
-  too), and `end()`; or `continues(task, goal, variables)` when the task itself goes on as a new
-  goal (a body's first goal, a loop's next round), which ends it. Reductions may nest (a goal run
-  inside its caller's step begins while its caller's rewrite is open): each is its own event,
-  `inline` when it is not the first reduction of the step the PE's loop called;
+  binds anything: `variables` are the unbound variables of the redex, whose bindings are
+  reported), then `spawned(task)` for each task it creates (PARLOG's traced code makes its goals
+  through a factory that calls it), `bound()` once its own bindings are made (optional: `end`
+  calls it too), and `end()`; or `continues(task, goal, variables)` when the task itself goes on
+  as a new goal (a body's first goal, a loop's next round), which ends it. Reductions may nest (a
+  goal run inside its caller's step begins while its caller's rewrite is open): each is its own
+  event, `inline` when it is not the first reduction of the step the PE's loop called. The open
+  event is `open[-1][0]` (None past the cut), for a runtime that sets a field itself (ML's depth);
 - `rewrite(task, rule, redex, ...)` is begin and end at once, for a reduction that creates and
   binds nothing worth listing.
 
+The rest is reported by the machine: suspensions and wake-ups by the PE's traced `park`,
+`park_all` and `wake` (installed by `Trace.tracer`), failures by the traced loop, messages, steals
+and idle turns by the Net (`send`, `receive`, `exporting`, `arrived`, `steal`, `idle`), the end
+by `Trace.terminate`. A task's id is dropped when it terminates (`finished`).
+
 Texts are made with the runtime's writer (`Tracer.writer(term, names) -> str`, which the runtime
-sets at load time: PARLOG's is write_term; the default writes `str(term)`); `Tracer.name(var)` gives a variable its stable name (`_1`,
-`_2`, ...: `_N` with N = PE + 1 + PEs * k, unique in the trace) and keeps the variable alive so
-that its name stays its own; `Tracer.text(term)` names a term's variables and writes it.
+sets at load time: PARLOG's is write_term; the default writes `str(term)`), on as much of a term
+as an event shows (`shown`: TERM_NODES nodes, breadth first): `term_text(term)` and
+`task_text(task)` return the text and the unbound variables in it, named by `name(var)`: `_N`
+with N = PE + 1 + PEs * k, unique in the trace (the variable is kept alive so that its name
+stays its own).
 """
 
 from __future__ import annotations
