@@ -351,9 +351,10 @@ def test_a_killed_rank_ends_every_rank_within_10_s_naming_it_and_resume_is_bit_i
     if MPIEXEC is None:
         pytest.fail("mpiexec is not installed")
     root = tmp_path / "ck"
-    job = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.driver.cli", "train", TINY, "--dp", "2",
-                            "--n-layer", "1", "--steps", "10000", "--checkpoint-every", "1", "--checkpoint-dir",
-                            str(root)], stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
+    job = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.driver.cli", "train", TINY,
+                            "--dp", "2", "--n-layer", "1", "--steps", "10000", "--checkpoint-every", "1",
+                            "--checkpoint-write", "async", "--checkpoint-dir", str(root)],
+                           stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while latest(str(root), report=lambda text: None) is None and job.poll() is None \
