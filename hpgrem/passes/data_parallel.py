@@ -80,14 +80,7 @@ class DataParallel:
         from hpgrem.ir.tensor import Get, Input, Param, State
         from hpgrem.ir.tensor_build import GraphBuilder
 
-        dp = self.dp
-        params = [v.name for v in graph.values if type(v) is Param]
-        defined = {v.name for v in graph.values}
-        missing = [p for p in params if f"grad.{p}" not in defined]
-        if missing:
-            raise PassError(f"{self.name}: no gradient grad.{missing[0]} in the graph (run tensor-autodiff first)")
-        if "loss" not in defined:
-            raise PassError(f"{self.name}: the graph defines no value 'loss'")
+        params = self._check(graph)
         grads = {f"grad.{p}" for p in params}
         b = GraphBuilder()
         waiting: list[tuple[str, str]] = []  # gradients of the open bucket: (name, local name)
@@ -108,13 +101,7 @@ class DataParallel:
                 b.state(v.name, v.shape, v.dtype)
                 continue
             if type(v) is Input:
-                if v.shape:
-                    if v.shape[0] % dp:
-                        raise PassError(f"{self.name}: a batch of {v.shape[0]} ({v.name}) does not divide "
-                                        f"among dp = {dp} ranks")
-                    b.input(v.name, (v.shape[0] // dp, *v.shape[1:]), v.dtype)
-                else:
-                    b.input(v.name, v.shape, v.dtype)
+                self._input(b, v)
                 continue
             reads = (v.source,) if type(v) is Get else v.inputs
             if waiting and any(name in reads for name, _ in waiting):
@@ -139,6 +126,7 @@ class DataParallel:
         return b.graph(graph.outputs, dict(graph.updates)), count
 
     def _check(self, graph) -> list[str]:
+        """The parameters' names; PassError if a gradient or the loss is missing."""
         from hpgrem.ir.tensor import Param
 
         params = [v.name for v in graph.values if type(v) is Param]
@@ -151,6 +139,7 @@ class DataParallel:
         return params
 
     def _input(self, b, v) -> None:
+        """An input of the step: one with a batch dimension keeps 1/dp of its rows."""
         if v.shape:
             if v.shape[0] % self.dp:
                 raise PassError(f"{self.name}: a batch of {v.shape[0]} ({v.name}) does not divide "
@@ -161,7 +150,7 @@ class DataParallel:
 
     def _lower_zero(self, graph):
         """The step with the model states sharded (see the module's docstring)."""
-        from hpgrem.ir.tensor import Get, Input, Op, Param, State
+        from hpgrem.ir.tensor import Get, Input, Param, State
         from hpgrem.ir.tensor_build import GraphBuilder
 
         dp, stage = self.dp, self.zero
