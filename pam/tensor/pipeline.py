@@ -61,10 +61,32 @@ def compile_program(plan, program: list[Action]) -> list[Step]:
             if missing:
                 raise ValueError(f"the action {a.text()} moves {missing[0]!r}, which the stage's graph lacks")
             out.append(Step(a, (), tuple(plan.slot[x] for x in a.values), a.peer))
-    left = [plan.steps[i].name for i in range(len(plan.steps)) if i not in used]
-    if left:
-        raise ValueError(f"the stage's action list never runs {left[0]!r}")
-    return out
+    items = [list(s.items) for s in out]
+    for i in reversed(range(len(plan.steps))):  # a consumer placed before its producer is sought
+        if i not in used:
+            _place(plan, i, items)
+            used.add(i)
+    return [Step(s.action, tuple(run), s.slots, s.peer) for s, run in zip(out, items)]
+
+
+def _place(plan, step: int, items: list[list[int]]) -> None:
+    """A kernel that a later lowering added (a recomputation) runs in the action of its first
+    reader, just before it; ValueError if nothing reads it."""
+    made = set(_outputs(plan.steps[step]))
+    for run in items:
+        for k, j in enumerate(run):
+            if made & set(plan.steps[j].inputs):
+                run.insert(k, step)
+                return
+    raise ValueError(f"the stage's action list never runs {plan.steps[step].name!r}")
+
+
+def _outputs(call) -> tuple[int, ...]:
+    from pam.tensor.runtime import Bucket
+
+    if type(call) is Bucket:
+        return tuple(call.outputs)
+    return (call.output, *(slot for _, slot in call.parts))
 
 
 class ActionTask(Task):
@@ -72,13 +94,14 @@ class ActionTask(Task):
 
     __slots__ = ("at", "item", "handed")
 
-    def __init__(self, proc) -> None:
-        super().__init__(proc, (), None, NO_SPAN)
+    def __init__(self, proc, steps: list[Step]) -> None:
+        super().__init__(proc, (steps,), None, NO_SPAN)
         self.at = self.item = 0
         self.handed = False
 
     def describe(self, names=None) -> str:
-        return f"tensor action {self.at}"
+        steps = self.args[0]
+        return f"tensor {steps[self.at].action.text()}" if self.at < len(steps) else "tensor actions done"
 
 
 def runner(replica, pe, steps: list[Step], run_kernel, collectives: dict, p2p, stages: tuple[int, ...],
@@ -139,7 +162,7 @@ def runner(replica, pe, steps: list[Step], run_kernel, collectives: dict, p2p, s
         task.at = 0
         return None
 
-    return ActionTask(act)
+    return ActionTask(act, steps)
 
 
 def bubble(clocks: list, instruction: float) -> float:
