@@ -1,6 +1,12 @@
 """`hpgrem bench tensor`: training throughput (tokens/s) of examples/llm/small.toml on the
 tensor back end beside the same model in PyTorch on CPU, on one PE against one PyTorch process,
-and data parallel on 2 ranks (`mpiexec -n 2`) against PyTorch DDP (gloo) on 2 processes.
+and data parallel on 2 ranks (`mpiexec -n 2`) against PyTorch DDP (gloo) on 2 processes;
+then tensor parallel (tp = 2) and pipeline parallel (pp = 2, 1F1B over 4 micro-batches) on 2
+ranks, with no PyTorch peer: PyTorch's own tensor parallelism (DTensor) and pipelining
+(torch.distributed.pipelining) need the model written for them and a device mesh, so a peer
+would measure other code, not the same model. Each layout also gives our peak memory per PE
+(bytes of live tensors, the largest over the PEs, pam/tensor/memory.py); PyTorch on CPU has no
+allocator statistics to set beside it.
 
 Every measurement runs in a fresh process with one thread for numpy's BLAS and for PyTorch
 (OMP, MKL, OpenBLAS and torch.set_num_threads(1)), so both sides use the same cores. The runs
@@ -15,8 +21,9 @@ time): on a shared machine, where other work takes turns on the cores, that is w
 itself costs, while wall time also counts the turns of the others.
 
 Run as a module, it is one measurement: `python -m benchmarks.tensor ours|torch CONFIG STEPS
-RANKS` prints {"tokens_per_s": ..., "tokens_per_cpu_s": ...} on rank 0 (under mpiexec, data
-parallel over the ranks).
+RANKS [dp|tp|pp]` prints {"tokens_per_s": ..., "tokens_per_cpu_s": ...} (ours also
+"peak_bytes_per_pe") on rank 0 (under mpiexec, the layout's parallelism over the ranks, data
+parallel by default).
 """
 
 from __future__ import annotations
@@ -45,29 +52,31 @@ def rows(opt: int) -> list:
     if not have_torch:
         print("note: PyTorch is not installed (pip install torch==2.13.0): no peer for the tensor rows",
               file=sys.stderr)
-    layouts = [("small@1", [], 1, "PyTorch")]
+    layouts = [("small@1", [], 1, "dp", "PyTorch")]
     mpiexec = shutil.which("mpiexec")
     if mpiexec is not None:
-        layouts.append(("small@mpi2", [mpiexec, "-n", "2"], 2, "PyTorch DDP"))
+        layouts.append(("small@mpi2", [mpiexec, "-n", "2"], 2, "dp", "PyTorch DDP"))
+        layouts += [(f"small@{kind}2", [mpiexec, "-n", "2"], 2, kind, None) for kind in ("tp", "pp")]
     found = []
-    for name, launcher, ranks, peer in layouts:
-        ours, theirs = _alternated(launcher, have_torch, ranks)
+    for name, launcher, ranks, kind, peer in layouts:
+        ours, theirs = _alternated(launcher, have_torch and peer is not None, ranks, kind)
         # one process's CPU time says what the code costs on a shared machine; for ranks > 1
         # (rank 0's CPU time) it leaves out the waiting, so only wall time is shown there
         for metric in ("tokens_per_s", "tokens_per_cpu_s") if ranks == 1 else ("tokens_per_s",):
             unit = "tokens/s" if metric == "tokens_per_s" else "tokens/cpu-s"
             found.append(Row(name, metric, ours[metric], unit, peer if theirs else None,
                              theirs[metric] if theirs else None))
+        found.append(Row(name, "peak_bytes_per_pe", ours["peak_bytes_per_pe"], "bytes"))
     return found
 
 
-def _alternated(launcher: list[str], with_torch: bool, ranks: int) -> tuple[dict, dict | None]:
+def _alternated(launcher: list[str], with_torch: bool, ranks: int, kind: str = "dp") -> tuple[dict, dict | None]:
     """Best rates of ours and of PyTorch over RUNS alternated runs (PyTorch's None: not
-    installed, or a run of it failed, which is reported)."""
+    installed, no peer for this layout, or a run of it failed, which is reported)."""
     ours: dict[str, float] = {}
     peer: dict[str, float] | None = {} if with_torch else None
     for _ in range(RUNS):
-        _keep_best(ours, _measure(launcher, "ours", ranks))
+        _keep_best(ours, _measure(launcher, "ours", ranks, kind))
         if peer is not None:
             try:
                 _keep_best(peer, _measure(launcher, "torch", ranks))
@@ -82,9 +91,9 @@ def _keep_best(best: dict[str, float], rates: dict[str, float]) -> None:
         best[metric] = max(best.get(metric, 0.0), value)
 
 
-def _measure(launcher: list[str], side: str, ranks: int) -> dict[str, float]:
+def _measure(launcher: list[str], side: str, ranks: int, kind: str = "dp") -> dict[str, float]:
     env = {**os.environ, **ONE_THREAD, "MASTER_PORT": str(_free_port())}
-    command = [*launcher, sys.executable, "-m", "benchmarks.tensor", side, str(SMALL), str(STEPS), str(ranks)]
+    command = [*launcher, sys.executable, "-m", "benchmarks.tensor", side, str(SMALL), str(STEPS), str(ranks), kind]
     r = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env, cwd=HERE.parent)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed: {r.stderr.strip()[-2000:]}")
@@ -112,17 +121,31 @@ def _best_rates(step, steps: int, tokens: int) -> dict[str, float]:
     return {"tokens_per_s": tokens / wall, "tokens_per_cpu_s": tokens / cpu}
 
 
-def _ours(config_path: str, steps: int, dp: int) -> dict[str, float]:
-    """Best rates of a step on the tensor back end (under mpiexec, over its ranks)."""
+PIPELINE_MICRO_BATCHES = 4
+"""Micro-batches of the pp rows (1F1B): with one, a pipeline has nothing to overlap."""
+
+
+def _ours(config_path: str, steps: int, ranks: int, kind: str = "dp") -> dict[str, float]:
+    """Best rates of a step on the tensor back end (under mpiexec, `kind` parallelism over its
+    ranks), and the largest peak of live tensor bytes of a PE in the last step."""
     from backend.tensor.config import load_config
     from backend.tensor.train import Trainer
     from hpgrem.driver.cli import mpi_comm
-    config = load_config(config_path, {("train", "steps"): steps, ("parallel", "dp"): dp})
+    overrides = {("train", "steps"): steps, ("parallel", kind): ranks}
+    if kind == "pp":
+        overrides[("train", "micro_batches")] = PIPELINE_MICRO_BATCHES
+    config = load_config(config_path, overrides)
     trainer = Trainer(config, comm=mpi_comm())
+    stats = []
+
+    def step() -> None:
+        stats[:] = [trainer.step()[1]]
     try:
-        return _best_rates(trainer.step, steps, config.tokens_per_step)
+        rates = _best_rates(step, steps, config.tokens_per_step)
     finally:
         trainer.close()
+    rates["peak_bytes_per_pe"] = float(max(row.memory.get("peak_total", 0) for row in stats[0].per_pe))
+    return rates
 
 
 def _torch(config_path: str, steps: int, dp: int) -> dict[str, float]:
@@ -218,7 +241,8 @@ def torch_gpt(n_layer: int, n_head: int, d_model: int, seq_len: int, vocab: int)
 
 def main(argv: list[str]) -> int:
     side, config, steps, ranks = argv[0], argv[1], int(argv[2]), int(argv[3])
-    rates = (_ours if side == "ours" else _torch)(config, steps, ranks)
+    kind = argv[4] if len(argv) > 4 else "dp"
+    rates = _ours(config, steps, ranks, kind) if side == "ours" else _torch(config, steps, ranks)
     if int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0"))) == 0:
         print(json.dumps(rates), flush=True)
     return 0
