@@ -178,3 +178,30 @@ def test_train_shows_each_stages_actions(capsys):
     err = capsys.readouterr().err
     assert status == 0, err
     assert "stage 0:\n    0 forward mb 0 chunk 0" in err and "recv <- stage 0: new.wte" in err
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_a_traced_training_step_shows_each_pes_actions(schedule, tmp_path, capsys):
+    """`hpgrem train --trace --html`: each PE's forward and backward of each micro-batch are
+    rewrites on its timeline, in the schedule's order, with the sends and receives between."""
+    import json
+
+    from hpgrem.driver.cli import main
+
+    out, page = tmp_path / "step.jsonl", tmp_path / "step.html"
+    status = main(["train", TINY, "--steps", "1", "--pp", "2", "--micro-batches", "4", "--schedule", schedule,
+                   "--trace", str(out), "--html", str(page)])
+    assert status == 0, capsys.readouterr().err
+    events = [json.loads(line) for line in out.read_text().splitlines()[1:]]
+    order = []
+    for e in events:
+        if e["ev"] == "rewrite" and e["pe"] == 0 and e["redex"].startswith(("tensor forward", "tensor backward")):
+            unit = e["redex"].split(" (")[0].removeprefix("tensor ")
+            if not order or order[-1] != unit:
+                order.append(unit)
+    f, b = "forward mb {} chunk 0", "backward mb {} chunk 0"
+    want = {"gpipe": [f, f, f, f, b, b, b, b], "1f1b": [f, f, b, f, b, f, b, b]}[schedule]
+    mbs = {"gpipe": [0, 1, 2, 3, 0, 1, 2, 3], "1f1b": [0, 1, 0, 2, 1, 3, 2, 3]}[schedule]
+    assert order == [w.format(i) for w, i in zip(want, mbs)]
+    p2p = [e for e in events if e["ev"] == "send" and e["kind"] == "TENSOR-P2P"]
+    assert {e["pe"] for e in p2p} == {0, 1} and "Timeline" in page.read_text()

@@ -61,13 +61,14 @@ class TensorJob:
     zero optimizer state. `layout` defaults to Layout(dp=dp). `flops_per_s` is each PE's kernel
     rate in virtual time, `costs` the links' (pam.costs). `release` false keeps every value of a
     step until it ends (tests inspect them). `device_budget` (bytes per PE) holds offloading's
-    fetches back while the device is full (pam.tensor.runtime)."""
+    fetches back while the device is full (pam.tensor.runtime). `trace` (a pam.trace.Trace) records
+    every PE's steps and messages in one process, in virtual time (`hpgrem train --trace`)."""
 
     def __init__(self, module, params: dict[str, np.ndarray], *, layout: Layout | None = None,
                  pes: int | None = None, topology: str | None = None, dp: int = 1,
                  flops_per_s: float = T800_FLOPS, mpi: bool = False, costs: CostModel = DEFAULT,
                  seed: int = 0, kernels: dict | None = None, bucket_bytes: int | None = None,
-                 release: bool = True, device_budget: int | None = None):
+                 release: bool = True, device_budget: int | None = None, trace=None):
         if layout is None:
             layout = Layout(dp=dp)
         elif dp != 1 and dp != layout.dp:
@@ -119,12 +120,22 @@ class TensorJob:
                 procs: dict = {}
                 pe.net = Net(pe, self.sim.transport(n), self.topology, procs, seed,
                              (lambda k: lambda: self.sim.clock[k])(n))
+                if trace is not None:
+                    trace.tracer(pe, self._trace_clock(pe))
                 procs.update(runtime.load(pe))
             else:
+                if trace is not None and self.comm is None:
+                    trace.tracer(pe, lambda pe=pe: pe.instructions * costs.instruction * 1e6)
                 runtime.load(pe)
             runtime.replicas[n].persistent = self._initial(n, runtime.graph, params)
             self.local_pes.append(pe)
         self.simulated = Simulated(self.local_pes, self.sim, self.runtime.batch) if self.sim is not None else None
+
+    def _trace_clock(self, pe: PE):
+        """A traced PE's clock in microseconds of virtual time (as pam.machine's)."""
+        instruction = self.costs.instruction * 1e6
+        clock, n = self.sim.clock, pe.number
+        return lambda: clock[n] * 1e6 + (pe.instructions - pe.tracer.mark) * instruction
 
     def schedule_text(self) -> str:
         """Each pipeline stage's action list, one action a line (`hpgrem train --show-schedule`)."""

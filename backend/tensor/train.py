@@ -35,6 +35,7 @@ class RunOptions:
     resume: bool = False  # continue from the newest complete checkpoint in [checkpoint] dir
     fail_pe: str | None = None  # "K@STEP": simulated PE K fails in step STEP (backend/tensor/faults.py)
     show_schedule: bool = False  # print each pipeline stage's action list before training
+    trace: object | None = None  # a pam.trace.Trace recording every PE's steps (one process only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +118,7 @@ class Trainer:
         rate = {} if options.flops_per_s is None else {"flops_per_s": options.flops_per_s}
         try:
             self.job = TensorJob(module, params, layout=Layout.of_config(config), pes=pes,
-                                 topology=options.topology, mpi=comm is not None, **rate)
+                                 topology=options.topology, mpi=comm is not None, trace=options.trace, **rate)
         except LayoutError as e:
             raise ConfigError(str(e)) from None
         if options.show_schedule and (comm is None or comm.Get_rank() == 0):

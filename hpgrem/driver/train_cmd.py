@@ -15,6 +15,7 @@ import json
 import math
 import os
 import sys
+from dataclasses import replace
 from typing import Any
 
 from hpgrem.driver.outputs import check_output, write_output
@@ -51,6 +52,10 @@ def train_parser() -> argparse.ArgumentParser:
                      "recovers from peer copies ([checkpoint] peer_copy) or the newest checkpoint")
     run.add_argument("--show-schedule", action="store_true", help="print each pipeline stage's list of "
                      "actions (forward, backward, send, recv, reduce, optimizer) before training")
+    run.add_argument("--trace", metavar="OUT.jsonl", help="record every PE's steps (each pipeline action, "
+                     "each message) in virtual time as a trace stream (docs/trace.md); simulated PEs only")
+    run.add_argument("--html", metavar="OUT.html", help="with --trace: also write the trace viewer (each "
+                     "PE's forward, backward, send and receive on its timeline)")
     run.add_argument("--flops-per-s", type=_rate, metavar="F", help="each simulated PE's kernel rate "
                      "(FLOP/s) in virtual time")
     over = p.add_argument_group("configuration keys ([section] key)")
@@ -88,6 +93,8 @@ def cmd_train(argv: list[str], comm) -> int:
     options = RunOptions(pes=args.pes, topology=args.topology, data=args.data, flops_per_s=args.flops_per_s,
                          resume=args.resume, fail_pe=args.fail_pe, show_schedule=args.show_schedule)
     rank0 = comm is None or comm.Get_rank() == 0
+    trace = _start_trace(args, config, comm)
+    options = replace(options, trace=trace)
     for out in (args.metrics, args.save):
         if out is not None:
             check_output(out, inputs=tuple(x for x in (args.config, args.data) if x))
@@ -115,12 +122,44 @@ def cmd_train(argv: list[str], comm) -> int:
               f"{last.tokens_per_s:,.0f} tokens/s", file=sys.stderr)
     if args.save:
         write_output(args.save, _npz(result.params))
+    if trace is not None:
+        _finish_trace(args, trace)
     if args.stats and result.stats is not None:
         print(f"statistics of the last step ({len(result.records)}):\n{_stats_text(result.stats)}", file=sys.stderr)
         if any(pe.memory for pe in result.stats.per_pe):
             from backend.tensor.memory_plan import comparison_table
             print(comparison_table(effective_config(config, options), result.stats.per_pe), file=sys.stderr)
     return 0
+
+
+def _start_trace(args, config, comm):
+    """The Trace of a traced training run (--trace), its outputs checked before it runs."""
+    if args.html is not None and args.trace is None:
+        raise UsageError("--html draws a trace: give --trace OUT.jsonl too")
+    if args.trace is None:
+        return None
+    if comm is not None:
+        raise UsageError("--trace records simulated PEs: run without mpiexec (--pes N)")
+    if not args.trace.lower().endswith(".jsonl"):
+        raise UsageError(f"--trace {args.trace}: a trace is JSON lines: name it OUT.jsonl")
+    for path in (args.trace, args.html):
+        if path is not None:
+            check_output(path, inputs=(args.config,))
+    from pam.topology import parse_topology
+    from pam.trace import Trace
+    pes = args.pes or config.ranks
+    return Trace({"program": args.config, "language": "tensor", "pes": pes,
+                  "topology": parse_topology(args.topology, pes).name if pes > 1 else None, "opt": None,
+                  "mode": "simulated" if pes > 1 else "single", "clock": "virtual", "sources": {}})
+
+
+def _finish_trace(args, trace) -> None:
+    """The traced run is over: its end, the stream written, and the viewer."""
+    trace.terminate("success", trace.suspended_tasks())
+    write_output(args.trace, "\n".join(trace.lines()) + "\n")
+    if args.html is not None:
+        from hpgrem.trace.html import viewer_html
+        write_output(args.html, viewer_html(trace.header, trace.events))
 
 
 def _npz(params: dict) -> bytes:

@@ -92,15 +92,17 @@ def _outputs(call) -> tuple[int, ...]:
 class ActionTask(Task):
     """The runner of one PE's action list: `at` is the action, `item` the step within it."""
 
-    __slots__ = ("at", "item", "handed")
+    __slots__ = ("at", "item", "handed", "steps")
 
     def __init__(self, proc, steps: list[Step]) -> None:
-        super().__init__(proc, (steps,), None, NO_SPAN)
+        super().__init__(proc, (), None, NO_SPAN)
         self.at = self.item = 0
         self.handed = False
+        self.steps = steps
 
     def describe(self, names=None) -> str:
-        steps = self.args[0]
+        """The action it is at (a trace's rewrite shows it: `tensor forward mb 1 chunk 0 (14 ops)`)."""
+        steps = self.steps
         return f"tensor {steps[self.at].action.text()}" if self.at < len(steps) else "tensor actions done"
 
 
