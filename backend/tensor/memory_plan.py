@@ -63,6 +63,16 @@ def predicted(config: TrainConfig, rank: int) -> dict[str, float]:
             "host": states.host}
 
 
+def device_budget(config: TrainConfig) -> int | None:
+    """The device bytes per PE an offloading run keeps its fetches under (the runtime's
+    back-pressure): the planner's device total for the PE that needs the most, plus the
+    tolerance; None when nothing is offloaded."""
+    if config.parallel.offload == "none":
+        return None
+    totals = [sum(v for k, v in predicted(config, rank).items() if k != "host") for rank in range(config.ranks)]
+    return round(max(totals) * (1 + TOLERANCE))
+
+
 def comparison(config: TrainConfig, per_pe) -> list[dict]:
     """Per PE (pam.tensor.stats.PEStepStats with its memory report), per category: the measured
     peak, the prediction and their ratio (None where the prediction is 0)."""
@@ -90,4 +100,4 @@ def comparison_table(config: TrainConfig, per_pe) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["TOLERANCE", "comparison", "comparison_table", "plan_layout", "plan_model", "predicted"]
+__all__ = ["TOLERANCE", "comparison", "comparison_table", "device_budget", "plan_layout", "plan_model", "predicted"]

@@ -107,6 +107,7 @@ class Trainer:
     def __init__(self, config: TrainConfig, options: RunOptions = RunOptions(), comm=None):
         from backend.tensor.gpt import ModelShape, build_training_step, init_params
         from backend.tensor.job import Layout, LayoutError, TensorJob
+        from backend.tensor.memory_plan import device_budget
         self.config = config = effective_config(config, options)
         self.options = options
         pes = layout_pes(config, options, comm)
@@ -118,7 +119,8 @@ class Trainer:
         rate = {} if options.flops_per_s is None else {"flops_per_s": options.flops_per_s}
         try:
             self.job = TensorJob(module, params, layout=Layout.of_config(config), pes=pes,
-                                 topology=options.topology, mpi=comm is not None, trace=options.trace, **rate)
+                                 topology=options.topology, mpi=comm is not None,
+                                 device_budget=device_budget(config), trace=options.trace, **rate)
         except LayoutError as e:
             raise ConfigError(str(e)) from None
         if options.show_schedule and (comm is None or comm.Get_rank() == 0):
