@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from backend.tensor.gpt import ModelShape, build_training_step, init_params  # noqa: E402
 from backend.tensor.job import TensorJob  # noqa: E402
 from backend.tensor.layout import Layout, LayoutError, lower  # noqa: E402
-from backend.tensor.shards import shard, unshard  # noqa: E402
+from backend.tensor.shards import shard, tp_axis, unshard  # noqa: E402
 from hpgrem.ir.tensor import graph_of  # noqa: E402
 from hpgrem.verify import verify  # noqa: E402
 from pam.tensor.graph import OpSpec, StepGraph, Value  # noqa: E402
@@ -205,6 +205,12 @@ def test_each_layout_trains_as_one_pe_does(layout, dtype):
     losses, params, job = train(dtype, layout)
     assert_same_training(dtype, losses, params)
     assert job.pes == layout.ranks
+    for r in range(layout.ranks):  # what tensor parallelism replicates stays the same bits on the tp group
+        c = layout.coordinates(r)
+        first = job.replica_of(layout.rank(c.dp, 0, c.pp)).persistent
+        for name, value in job.replica_of(r).persistent.items():
+            if tp_axis(name) is None:
+                assert np.array_equal(value, first[name]), (r, name)
 
 
 @pytest.mark.parametrize("ranks, layouts", [
