@@ -269,6 +269,33 @@ def test_a_bad_trace_file_is_a_usage_error(text, message, capsys, tmp_path):
     assert status == 2 and message in err and err.startswith(f"hpgrem: error: {path}") and out == ""
 
 
+def test_a_mangled_trace_is_rendered_or_refused_never_a_crash(capsys, tmp_path):
+    """Any field of a valid stream, at any depth, given a value of another type: the file is
+    rendered (the field was optional or of a type it may have) or refused, status 2."""
+    import random
+
+    lines = [json.loads(line) for line in (GOLDEN / "deadlock_2pe.jsonl").read_text().splitlines()]
+    values = [None, 0, -1, 1.5, "x", [], {}, [1, "a"], {"a": 1}, True, 10**30, [None]]
+    rng = random.Random(17)
+    path = tmp_path / "m.jsonl"
+    outcomes = set()
+    for _ in range(200):
+        mangled = json.loads(json.dumps(lines))
+        containers, todo = [], [mangled[rng.randrange(len(mangled))]]
+        while todo:
+            c = todo.pop()
+            if isinstance(c, (dict, list)) and c:
+                containers.append(c)
+                todo.extend(c.values() if isinstance(c, dict) else c)
+        c = rng.choice(containers)
+        c[rng.choice(list(c)) if isinstance(c, dict) else rng.randrange(len(c))] = rng.choice(values)
+        path.write_text("\n".join(json.dumps(x) for x in mangled) + "\n")
+        status, _, err = trace_command(capsys, str(path))
+        assert status in (0, 2) and "internal error" not in err
+        outcomes.add(status)
+    assert outcomes == {0, 2}
+
+
 def test_a_bad_trace_file_as_a_user_meets_it(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_bytes(b'{"trace": "hpgrem", "version": 1, "program": "p", "pes": 1}\n\xff\xfe\n')

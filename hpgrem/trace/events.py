@@ -148,7 +148,7 @@ FIELDS: dict[str, tuple] = {
 
 def _check_event(e: dict, pes: int, where: str) -> None:
     kind = e.get("ev")
-    if kind not in FIELDS:
+    if type(kind) is not str or kind not in FIELDS:
         raise TraceFormatError(f"{where}: unknown event kind {_short(kind)} (kinds: {', '.join(KINDS)}, end)")
     pe = _need(e, "pe", int, where)
     if not 0 <= pe < pes:
@@ -194,7 +194,7 @@ def _check_rewrite(e: dict, where: str) -> None:
         raise TraceFormatError(f"{where}: \"bind\" must map variable names to texts")
     for s in e.get("spawn", ()):
         if not (isinstance(s, dict) and type(s.get("task")) is int and isinstance(s.get("goal"), str)
-                and all(isinstance(x, str) for x in s.get("vars", ()))):
+                and isinstance(s.get("vars", []), list) and all(isinstance(x, str) for x in s.get("vars", []))):
             raise TraceFormatError(f"{where}: each \"spawn\" entry needs a task id and a goal text")
     if e["depth"] < 0:
         raise TraceFormatError(f"{where}: \"depth\" must not be negative")
