@@ -125,9 +125,9 @@ def test_zero3_on_four_pes_holds_a_quarter_of_the_model_states():
         assert states(z.memory) < states(p.memory) / 3
 
 
-def run_recompute(mode: str, steps: int = 3, dp: int = 1):
+def run_recompute(mode: str, steps: int = 3, **parallel):
     module = build_training_step(SHAPE, BATCH, "float64", 0.1, 1.0)
-    job = TensorJob(module, init_params(SHAPE, 0, "float64"), layout=Layout(dp=dp, recompute=mode))
+    job = TensorJob(module, init_params(SHAPE, 0, "float64"), layout=Layout(**parallel, recompute=mode))
     losses = []
     for k in range(1, steps + 1):
         tokens, targets = synthetic_batch(k, BATCH, SHAPE.seq_len, SHAPE.vocab, 0)
@@ -138,9 +138,9 @@ def run_recompute(mode: str, steps: int = 3, dp: int = 1):
     return losses, params, result.stats
 
 
-@pytest.mark.parametrize("dp", [1, 2])
-def test_recomputation_gives_the_same_bits_with_a_lower_activation_peak(dp):
-    runs = {mode: run_recompute(mode, dp=dp) for mode in ("none", "selective", "full")}
+@pytest.mark.parametrize("parallel", [dict(dp=1), dict(dp=2), dict(pp=2, micro_batches=2)], ids=str)
+def test_recomputation_gives_the_same_bits_with_a_lower_activation_peak(parallel):
+    runs = {mode: run_recompute(mode, **parallel) for mode in ("none", "selective", "full")}
     losses, params, _ = runs["none"]
     for mode in ("selective", "full"):
         assert runs[mode][0] == losses, mode
@@ -158,7 +158,8 @@ def test_recompute_pass_records_what_it_copied():
     selective = run_passes(module, ["tensor-recompute"], analyses=False,
                            options={"tensor-recompute": {"mode": "selective"}})
     assert selective.annotation(STEP, "tensor-recompute.mode") == "selective"
-    assert selective.annotation(STEP, "tensor-recompute.recomputed") == SHAPE.n_layer  # one core per layer
+    # per layer the core and the read of its probabilities
+    assert selective.annotation(STEP, "tensor-recompute.recomputed") == 2 * SHAPE.n_layer
     full = run_passes(module, ["tensor-recompute"], analyses=False, options={"tensor-recompute": {"mode": "full"}})
     assert full.annotation(STEP, "tensor-recompute.recomputed") > 10 * SHAPE.n_layer
     none = run_passes(module, ["tensor-recompute"], analyses=False, options={"tensor-recompute": {"mode": "none"}})

@@ -14,8 +14,9 @@ parameters, are the same bits as without recomputation. The runtime drops a valu
 reader (pam/tensor/memory.py), so what is recomputed is not held from the forward to the
 backward: the activation peak goes down by it and the step does the unit's forward work twice.
 
-The backward region is everything from the first value that depends on a gradient ("grad.*")
-on; the forward region is what stands before it. A recomputed copy is named "<name>.recomputed";
+The backward region is the gradients and what depends on them; the forward region is the
+rest, wherever it stands (a pipeline stage interleaves micro-batches' forwards and backwards;
+their layers are "mb<k>.h.<i>.*", each recomputed apart). A recomputed copy is named "<name>.recomputed";
 a copied collective gets a bucket of its own. Records on the step graph: `mode`, `recomputed`
 (the ops copied).
 """
@@ -31,8 +32,9 @@ from hpgrem.passes import Option, PassError, annotated
 
 MODES = ("none", "selective", "full")
 SUFFIX = ".recomputed"
-GRAD = "grad."
-_LAYER = re.compile(r"h\.(\d+)\.")
+GRAD = "grad"
+_LAYER = re.compile(r"^(?:[^.]+\.)*?h\.\d+\.")
+"""A transformer layer's value: "h.<i>." after a prefix of the lowerings ("mb0." a micro-batch)."""
 
 
 @dataclass(frozen=True)
@@ -66,10 +68,10 @@ class Recompute:
         from hpgrem.ir.tensor_build import GraphBuilder
 
         values = list(graph.values)
-        start = _backward_start(values)
-        if start is None:
+        backward = _backward(values)
+        if not backward:
             raise PassError(f"{self.name}: the graph has no backward pass (run tensor-autodiff first)")
-        forward = values[:start]
+        forward = [v for v in values if v.name not in backward]
         units = self._units(forward)
         unit_of = {name: k for k, members in enumerate(units) for name in members}
         # what forward ops outside a unit read of it stays stored: a checkpoint
@@ -78,12 +80,19 @@ class Recompute:
         stored |= {x for v in forward if v.name in unit_of
                    for x in _reads(v) if x in unit_of and unit_of[x] != unit_of[v.name]}
         stored |= set(graph.outputs) | {source for _, source in graph.updates}
-        renamed = [{name: name + SUFFIX for name in members if name not in stored} for members in units]
+        wanted = {x for v in values if v.name in backward for x in _reads(v) if x in unit_of and x not in stored}
+        for u in reversed(forward):  # and what they are made from, inside their unit
+            if u.name in wanted:
+                wanted.update(x for x in _reads(u) if unit_of.get(x) == unit_of[u.name] and x not in stored)
+        renamed = [{name: name + SUFFIX for name in members if name in wanted} for members in units]
         emitted: set[int] = set()
         buckets = _next_buckets(values)
-        out = list(forward)
+        out = []
         copied = 0
-        for v in values[start:]:
+        for v in values:
+            if v.name not in backward:
+                out.append(v)
+                continue
             needed = sorted({unit_of[x] for x in _reads(v) if x in unit_of and x not in stored})
             for k in needed:
                 if k in emitted:
@@ -111,7 +120,7 @@ class Recompute:
             if self.mode == "full":
                 m = _LAYER.match(v.name)
                 if m is not None and type(v) in (Op, Get):
-                    units.setdefault(int(m.group(1)), set()).add(v.name)
+                    units.setdefault(m.group(0), set()).add(v.name)
             elif type(v) is Op and v.op == "causal_attention":
                 units[v.name] = {v.name}
             elif type(v) is Get and v.source in units:
@@ -129,13 +138,15 @@ def _reads(v) -> tuple[str, ...]:
     return ()
 
 
-def _backward_start(values) -> int | None:
-    """The index of the first op that makes or reads a gradient ("grad.*")."""
-    for i, v in enumerate(values):
-        reads = _reads(v)
-        if reads and (v.name.startswith(GRAD) or any(x.startswith(GRAD) for x in reads)):
-            return i
-    return None
+def _backward(values) -> set[str]:
+    """The backward region: the gradients (a name with the word "grad": "grad.x", a
+    micro-batch's "mb0.grad.x") and every value that depends on one (the optimizer too). The
+    rest is the forward region, wherever it stands (a pipeline interleaves micro-batches)."""
+    out: set[str] = set()
+    for v in values:
+        if GRAD in v.name.split(".") or any(x in out for x in _reads(v)):
+            out.add(v.name)
+    return out
 
 
 def _next_buckets(values) -> dict[str, int]:
