@@ -76,13 +76,13 @@ def start_trace(args, module, pes: int, comm):
     header = {"program": args.file, "language": module.language, "pes": pes,
               "topology": parse_topology(args.topology, pes).name if pes > 1 else None,
               "opt": args.opt, "mode": mode, "clock": "wall_us" if comm is not None else "virtual",
-              "sources": _sources(args.file, module)}
+              "sources": _sources(args.file, module, args.goal)}
     return Trace(header, args.trace_limit)
 
 
-def _sources(file: str, module) -> dict[str, list[str]]:
+def _sources(file: str, module, goal: str | None) -> dict[str, list[str]]:
     """The source lines a trace's spans may name: the program's lines the module kept (those
-    its rules' spans name, by line number) and its language's prelude, if it uses it."""
+    its rules' spans name, by line number), its language's prelude, if it uses it, and --goal."""
     kept = module.source_lines
     lines = [""] * max(kept, default=0)
     for number, text in kept.items():
@@ -91,10 +91,12 @@ def _sources(file: str, module) -> dict[str, list[str]]:
     prelude = _prelude_file(module.language)
     if prelude is not None and any(key.startswith("prelude:") for key in module.rules):
         sources[PRELUDE] = prelude.read_text(encoding="utf-8").split("\n")
+    if goal is not None:
+        sources[GOAL] = [goal]
     return sources
 
 
-PRELUDE = "<prelude>"  # the file name the front ends give their prelude's spans
+PRELUDE, GOAL = "<prelude>", "<goal>"  # the file names the front ends give the prelude's and --goal's spans
 
 
 def _prelude_file(language: str):
