@@ -243,3 +243,11 @@ def test_offload_pass_refuses_bad_options(options, message):
     module = build_training_step(SHAPE, BATCH, "float64")
     with pytest.raises(PassError, match=message):
         run_passes(module, ["tensor-offload"], analyses=False, options={"tensor-offload": options})
+
+
+@pytest.mark.parametrize("mode", ["optimizer", "params"])
+def test_offload_under_a_pipeline_gives_the_same_bits(mode):
+    plain = run_offload(Layout(pp=2, micro_batches=2))
+    offloaded = run_offload(Layout(pp=2, micro_batches=2, offload=mode))
+    assert same_run(plain, offloaded)
+    assert offloaded[2].host["optimizer"] > 0 and offloaded[2].peak["optimizer"] < plain[2].peak["optimizer"]

@@ -63,15 +63,17 @@ class Offload:
         return annotated(lowered, self, {STEP: {"mode": self.mode, "fetches": fetches, "evictions": evictions}})
 
     def _lower(self, graph):
-        from hpgrem.ir.tensor import Op, Param, State
+        from hpgrem.ir.tensor import Get, Op, Param, State
         from hpgrem.ir.tensor_build import GraphBuilder
 
         kinds = (State,) if self.mode == "optimizer" else (Param, State)
-        held = {v.name: v for v in graph.values if type(v) in kinds}
+        updates = dict(graph.updates)
+        made = {v.name for v in graph.values if type(v) in (Op, Get)}
+        # a value whose update arrives from another rank (a pipeline's tied wte) stays put
+        held = {v.name: v for v in graph.values if type(v) in kinds and updates.get(v.name, v.name) in made | {v.name}}
         if not held:
             raise PassError(f"{self.name}: the graph has no {'states' if self.mode == 'optimizer' else 'parameters'}"
                             " to offload")
-        updates = dict(graph.updates)
         evicted = {updates[name]: name for name in held if name in updates}
         values = list(graph.values)
         first_op = next((i for i, v in enumerate(values) if type(v) not in (Param, State) and

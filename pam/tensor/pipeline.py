@@ -70,13 +70,20 @@ def compile_program(plan, program: list[Action]) -> list[Step]:
 
 
 def _place(plan, step: int, items: list[list[int]]) -> None:
-    """A kernel that a later lowering added (a recomputation) runs in the action of its first
-    reader, just before it; ValueError if nothing reads it."""
+    """A kernel that a later lowering added (a recomputation, an offload's fetch) runs in the
+    action of its first reader, just before it; one that nothing reads (an offload's evict) in
+    the action of its input's producer, just after it; ValueError if neither is there."""
     made = set(_outputs(plan.steps[step]))
     for run in items:
         for k, j in enumerate(run):
             if made & set(plan.steps[j].inputs):
                 run.insert(k, step)
+                return
+    needs = set(plan.steps[step].inputs)
+    for run in items:
+        for k in reversed(range(len(run))):
+            if needs & set(_outputs(plan.steps[run[k]])):
+                run.insert(k + 1, step)
                 return
     raise ValueError(f"the stage's action list never runs {plan.steps[step].name!r}")
 
