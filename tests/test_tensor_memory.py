@@ -23,10 +23,11 @@ SHAPE = ModelShape(2, 2, 32, 16, 32)
 BATCH = 8
 
 
-def last_step(steps: int = 2, dtype: str = "float64", **parallel):
+def last_step(steps: int = 2, dtype: str = "float64", micro_batches: int = 1, **parallel):
     """The statistics of the last of `steps` steps of the tiny model under `parallel`."""
     c = TrainConfig()
-    config = replace(c, parallel=replace(c.parallel, **parallel), train=replace(c.train, dtype=dtype))
+    config = replace(c, parallel=replace(c.parallel, **parallel),
+                     train=replace(c.train, dtype=dtype, micro_batches=micro_batches))
     trainer = Trainer(config)
     try:
         for _ in range(steps):
