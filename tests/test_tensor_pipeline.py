@@ -205,3 +205,16 @@ def test_a_traced_training_step_shows_each_pes_actions(schedule, tmp_path, capsy
     assert order == [w.format(i) for w, i in zip(want, mbs)]
     p2p = [e for e in events if e["ev"] == "send" and e["kind"] == "TENSOR-P2P"]
     assert {e["pe"] for e in p2p} == {0, 1} and "Timeline" in page.read_text()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--html", "step.html"], "--html draws a trace: give --trace OUT.jsonl too"),
+    (["--trace", "step.txt"], "--trace step.txt: a trace is JSON lines: name it OUT.jsonl"),
+])
+def test_a_traced_run_refuses_what_it_cannot_write(flags, message, tmp_path, capsys, monkeypatch):
+    from hpgrem.driver.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", TINY, "--steps", "1", *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
