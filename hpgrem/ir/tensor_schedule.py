@@ -8,8 +8,8 @@ at the same place of the same list) and the `optimizer` step. A compute action n
 its stage's graph that it runs (`values`, in graph order); a send or recv names the values it
 moves (the same names on both sides: a message is matched by its first value).
 
-`gpipe`, `one_f_one_b` and `interleaved` give the order of the compute units of one stage;
-`check_programs` proves a set of lists deadlock-free before any runs: it builds one global order
+`gpipe` and `interleaved` (Megatron's interleaved 1F1B; with one chunk per stage, 1F1B itself)
+give the order of the compute units of one stage (`units` picks one by name). `check_programs` proves a set of lists deadlock-free before any runs: it builds one global order
 of every action consistent with each list and with every send before its recv (a recv waits for
 its send, a send waits for nothing), and refuses lists that admit none, naming what each blocked
 stage waits for. This is the check the systems that fixed their pipeline hangs adopted.
@@ -62,12 +62,6 @@ def gpipe(stages: int, stage: int, micro_batches: int, chunks: int = 1) -> list[
     per stage in the interleaved order of `interleaved`)."""
     order = interleaved(stages, stage, micro_batches, chunks, warmup=micro_batches * chunks)
     return [u for u in order if u[0] == "forward"] + [u for u in order if u[0] == "backward"]
-
-
-def one_f_one_b(stages: int, stage: int, micro_batches: int) -> list[Unit]:
-    """1F1B (PipeDream-flush): `stages - stage - 1` forwards to fill the pipeline, then one
-    forward and one backward in turn, then the backwards left."""
-    return interleaved(stages, stage, micro_batches, 1)
 
 
 def interleaved(stages: int, stage: int, micro_batches: int, chunks: int,
@@ -177,4 +171,4 @@ def program_text(programs: list[list[Action]]) -> str:
 
 
 __all__ = ["Action", "COMPUTE", "KINDS", "SCHEDULES", "ScheduleError", "check_programs", "gpipe", "interleaved",
-           "micro_batch_input", "one_f_one_b", "program_text", "units"]
+           "micro_batch_input", "program_text", "units"]

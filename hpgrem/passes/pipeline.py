@@ -90,11 +90,6 @@ class Pipeline:
         return annotated(lowered, self, notes)
 
 
-def stages_of(module: ir.Module) -> int:
-    """How many pipeline stages `module` is split into (0: it is not)."""
-    return int(module.annotation("stage.0", f"{Pipeline.name}.pp", 0))
-
-
 def stage_step(module: ir.Module, stage: int) -> tuple[ir.Module, list[Action]]:
     """The module that the PEs of `stage` run (its graph under the key "step") and its actions."""
     from hpgrem.ir.tensor import STEP
@@ -457,4 +452,4 @@ def _unit_order(key: tuple[str, int, int]) -> tuple:
     return (key[0] != FORWARD, key[2], key[1])
 
 
-__all__ = ["Pipeline", "stage_step", "stages_of"]
+__all__ = ["Pipeline", "stage_step"]
