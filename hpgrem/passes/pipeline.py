@@ -36,7 +36,7 @@ annotation "tensor-pipeline.actions". `stage_step(module, s)` is the module a st
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from hpgrem import ir
@@ -98,8 +98,8 @@ def stage_step(module: ir.Module, stage: int) -> tuple[ir.Module, list[Action]]:
     graph = module.rules[key]
     actions = [Action(k, mb, c, peer, tuple(values))
                for k, mb, c, peer, values in module.annotation(key, f"{Pipeline.name}.actions")]
-    step = ir.Module(module.source, {STEP: graph.__class__(STEP, STEP, graph.values, graph.outputs, graph.updates)},
-                     module.entry, module.language, {}, module.source_lines)
+    step = ir.Module(module.source, {STEP: replace(graph, key=STEP, name=STEP)}, module.entry, module.language, {},
+                     module.source_lines)
     return step, actions
 
 
@@ -293,8 +293,6 @@ class _Split:
     def _restricted(self, v, theirs: set[str], stage_norm: str):
         """An op of the gradient norm on one stage: it reads only the stage's own gradients,
         and the norm it ends in is the stage's ("grad_norm.stage{s}")."""
-        from dataclasses import replace
-
         from hpgrem.ir.tensor import Get
 
         if type(v) is Get:
