@@ -6,8 +6,9 @@ its keys overridden by command-line flags, checked whole before anything runs.
     [parallel]   dp tp pp zero recompute offload schedule virtual_stages
     [checkpoint] dir every keep write peer_copy
 
-Every key has a default (the tiny model of examples/llm/tiny.toml). Part 1 of the tensor back
-end runs data parallelism only: any other layout is refused as "not supported yet (part 2)".
+Every key has a default (the tiny model of examples/llm/tiny.toml). Every layout key is taken;
+a combination that cannot run (ZeRO beside a pipeline, tp not dividing the heads, ...) is
+refused with its reason.
 A mistake is a ConfigError (a UsageError: one line, exit status 2), never a traceback; a TOML
 syntax error is a diagnostic at FILE:LINE:COL quoting the line.
 """
