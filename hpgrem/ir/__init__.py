@@ -14,7 +14,7 @@ from hpgrem.ir.ml import (INT_MAX, INT_MIN, Apply, BasisException, CallKnown, Co
                           Global, Handle, If, Let, Lit, Local, MakeClosure, NewException, Packet, Par, Part,
                           PartStep, Prim, Raise, Sequence, SetGlobal, Switch, SwitchTest, Tuple, While,
                           free_locals, rename_locals, substitute_locals)
-from hpgrem.ir.parlog import (CONS, NIL, Atom, Body, Call, Clause, Conj, ConjOp, Float, Int, Relation, Struct,
+from hpgrem.ir.parlog import (CONS, CONSTRUCTS, NIL, SEARCH, AllSolutions, Atom, Body, Call, Clause, Conj, ConjOp, Float, Int, Relation, Struct,
                               Term, Var, calls_in, make_list, quote_atom, relation_key, renumber,
                               substitute_vars, term_vars)
 

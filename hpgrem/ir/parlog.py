@@ -284,6 +284,41 @@ class Relation(Rule):
     block_form = True
 
 
+# What an all-solutions relation stands for: a user's `:-` relation, or the relation a construct
+# of a clause was lowered to (its one clause is `'$c'(Template, NonLocals...) :- Conj`).
+SEARCH = "search"
+CONSTRUCTS = frozenset({"set", "subset", "not"})
+
+
+@node("parlog")
+@dataclass(frozen=True, slots=True)
+class AllSolutions(Relation):
+    """An all-solutions relation (spec/parlog.md): its clauses, in one group in written order,
+    are searched depth first with backtracking, bodies left to right. Its modes are all `?`
+    (a search binds only variables of its own). `construct` is SEARCH for a relation written
+    with `:-`; `set`, `subset` or `not` for the relation a construct was lowered to: its call
+    site passes the list (`set`, `subset`) and the construct's non-local variables, and its
+    clause's head is the template (`set`, `subset`) and the same non-locals, in that order."""
+
+    construct: str = SEARCH
+
+    def check(self, module) -> list[str]:
+        out = [] if self.construct in CONSTRUCTS | {SEARCH} else [f"unknown construct {self.construct!r}"]
+        if len(self.groups) != 1:
+            out.append("an all-solutions relation has one search group")
+        if any(c.guard for c in self.clauses()):
+            out.append("an all-solutions clause has no guard")
+        return out + Relation.check(self, module)
+
+    def render(self) -> list:
+        what = "all-solutions" if self.construct == SEARCH else self.construct
+        out: list = [f"{what} relation {self.key}", IN]
+        for c in self.clauses():
+            out += [NL, quote_atom(self.name), inline(c), f".    % {c.span.line}:{c.span.col}, {c.nvars} vars"]
+        out.append(OUT)
+        return out
+
+
 def substitute_vars(node: Node, mapping: dict[int, Term]) -> Node:
     """`node` with each clause variable whose number is in `mapping` replaced by its term."""
     return transform(node, lambda n: mapping.get(n.index, n) if isinstance(n, Var) else n)
