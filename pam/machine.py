@@ -124,15 +124,16 @@ class Machine:
 
     def _clock(self, pe, started: float | None):
         """A traced PE's clock in microseconds: its virtual time (its simulated clock and the
-        instructions of the batch it is running), or under MPI the wall time since `started`."""
+        instructions of the batch it is running, those of reductions inside the running step
+        too: pam.trace.Tracer.offset), or under MPI the wall time since `started`."""
         instruction = self.costs.instruction * 1e6
         if self.comm is not None:
             began = mpi_now() if started is None else started
             return lambda: (mpi_now() - began) * 1e6
         if self.sim is None:
-            return lambda: pe.instructions * instruction
+            return lambda: (pe.instructions + pe.tracer.offset) * instruction
         clock, n = self.sim.clock, pe.number
-        return lambda: clock[n] * 1e6 + (pe.instructions - pe.tracer.mark) * instruction
+        return lambda: clock[n] * 1e6 + (pe.instructions - pe.tracer.mark + pe.tracer.offset) * instruction
 
     def run(self) -> RunResult:
         entry = self.module.entry

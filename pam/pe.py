@@ -343,6 +343,7 @@ class PE:
                     tracer.fresh = True
                     before = None if getattr(proc, "traced", False) else tracer.begin_task(t)
                     r = proc(t)
+                    tracer.offset = 0  # the reductions it ran inside are counted now
                     if meter[1]:
                         extra = meter[1]
                         meter[1] = 0
@@ -397,6 +398,7 @@ class PE:
             raise
         finally:
             tracer.open.clear()  # a step stopped by a failure or a limit leaves its rewrites open
+            tracer.offset = 0
             self.steps += calls
             stats.reductions += calls - suspensions
             stats.looped += looped

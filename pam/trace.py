@@ -192,7 +192,7 @@ class Tracer:
     call after the stream was cut (it then records nothing but still counts rewrites)."""
 
     __slots__ = ("trace", "pe", "number", "pes", "now", "seq", "ids", "depths", "next_id", "names",
-                 "kept", "next_name", "open", "rewrites", "fresh", "mark", "messages", "leaving",
+                 "kept", "next_name", "open", "rewrites", "fresh", "mark", "offset", "messages", "leaving",
                  "writer", "idle_now")
 
     def __init__(self, trace: Trace, pe, now: Callable[[], float]) -> None:
@@ -212,6 +212,9 @@ class Tracer:
         self.rewrites = 0  # rewrite events on this PE, counted past the cut too (the loop checks it)
         self.fresh = False  # the PE's loop called a step and no rewrite has begun in it yet
         self.mark = 0  # the PE's instructions when its running batch began (the simulated clock)
+        # instructions of the reductions run inside the running step so far, which the PE adds to
+        # its count only when the step returns: the virtual clock of an event inside a step
+        self.offset = 0
         self.messages = 0
         self.leaving = None  # the id of the task the next SPAWN carries
         self.writer: Callable[[object, dict], str] = _plain_text  # the runtime sets its own at load
@@ -282,12 +285,15 @@ class Tracer:
 
     # -- rewrites -----------------------------------------------------------------------------
     def begin(self, task, rule: str, redex: str, variables: list, *, clause: int | None = None,
-              span=None) -> None:
+              span=None, cost: int = 0) -> None:
         """A reduction of `task` commits: the rule that rewrote it, its clause (1-based; None
-        for a function), the rule's source span, the redex's text and its unbound variables."""
+        for a function), the rule's source span, the redex's text and its unbound variables;
+        `cost` its instructions, by which the clock moves on when it runs inside a step."""
         self.rewrites += 1
         inline = not self.fresh
         self.fresh = False
+        if inline:
+            self.offset += cost
         if self.trace.cut:
             self.open.append([None, ()])
             return
@@ -363,7 +369,7 @@ class Tracer:
     def commit_task(self, before: list, result) -> None:
         """That step committed, returning `result` (None, or the task to run next)."""
         task, proc, redex, variables = before
-        self.begin(task, proc.key, redex, variables, span=task.site)
+        self.begin(task, proc.key, redex, variables, span=task.site, cost=proc.cost)
         if result is not None and result is task:
             self.continues(task)
         else:

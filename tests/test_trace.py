@@ -81,7 +81,8 @@ def rewrites_per_pe(events: list[dict], pes: int) -> list[int]:
 
 def check_invariants(events: list[dict]) -> None:
     """Every suspend is followed by its resume or listed at the end; every send has its
-    receive or is listed in flight; seq numbers run from 0 on each PE."""
+    receive or is listed in flight; seq numbers run from 0 on each PE, and its clock never
+    goes back."""
     (end,) = [e for e in events if e["ev"] == "terminate"]
     waiting: dict[int, int] = {}
     for e in events:
@@ -96,9 +97,12 @@ def check_invariants(events: list[dict]) -> None:
     assert len(received) == len(set(received)) and set(received) <= sent
     assert sent - set(received) == set(end.get("in_flight", ()))
     seqs: dict[int, int] = {}
+    clocks: dict[int, float] = {}
     for e in events:
         assert e["seq"] == seqs.get(e["pe"], 0)
         seqs[e["pe"]] = e["seq"] + 1
+        assert e["t"] >= clocks.get(e["pe"], 0.0), f"PE {e['pe']}'s clock went back at {e}"
+        clocks[e["pe"]] = e["t"]
 
 
 # -- golden streams and texts ---------------------------------------------------------------------
