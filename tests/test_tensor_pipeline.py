@@ -123,7 +123,11 @@ def test_the_pass_refuses_more_chunks_than_layers():
     Layout(pp=2, micro_batches=2, virtual_stages=2),
     Layout(pp=4, micro_batches=4, schedule="gpipe"),
     Layout(dp=2, pp=2, micro_batches=2),
+    Layout(dp=2, pp=2, micro_batches=2, schedule="gpipe"),
+    Layout(dp=2, pp=2, micro_batches=2, virtual_stages=2),
+    Layout(tp=2, pp=2, micro_batches=2),
     Layout(tp=2, pp=2, micro_batches=2, schedule="gpipe"),
+    Layout(tp=2, pp=2, micro_batches=2, virtual_stages=2),
     Layout(pp=2, micro_batches=2, recompute="selective"),
 ], ids=str)
 def test_a_pipelined_step_trains_as_one_pe_does(layout, one_pe):
