@@ -3,6 +3,7 @@ recomputation and offload"): each PE's measured peak by category against `hpgrem
 prediction for the same model, layout and dtype; ZeRO-3 holding a quarter of the model states;
 recomputation giving the same bits with a lower activation peak."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -301,3 +302,18 @@ def test_stats_under_mpiexec_gather_every_ranks_peaks(capsys):
         elif key[1] in ("activations", "gradients"):  # a scalar more or less at the peak
             assert int(mpi[key][2]) == pytest.approx(int(sim[key][2]), rel=0.01), key
     assert simulated.split("step 2: loss")[1].split()[0] == r.stderr.split("step 2: loss")[1].split()[0]
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not installed")
+def test_recompute_and_offload_under_mpiexec_give_the_same_losses(tmp_path):
+    def losses(*launch: str, extra=()) -> list[float]:
+        metrics = tmp_path / f"{len(launch)}{len(extra)}.jsonl"
+        r = subprocess.run([*launch, sys.executable, "-m", "hpgrem.driver.cli", "train", TINY, "--tp", "2",
+                            "--steps", "3", "--dtype", "float64", "--metrics", str(metrics), *extra],
+                           capture_output=True, text=True, timeout=300, cwd=ROOT,
+                           env={**os.environ, "OMP_NUM_THREADS": "1"})
+        assert r.returncode == 0, r.stderr
+        return [json.loads(line)["loss"] for line in metrics.read_text().splitlines()]
+
+    plain = losses()
+    assert losses(MPIEXEC, "-n", "2", extra=("--recompute", "full", "--offload", "params")) == plain
