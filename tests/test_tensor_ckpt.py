@@ -23,7 +23,7 @@ from conftest import ROOT
 from backend.tensor import checkpoint
 from backend.tensor.checkpoint import (MANIFEST, CheckpointError, Invalid, Writer, latest, read_checkpoint,
                                        step_dir)
-from backend.tensor.config import config_from_table
+from backend.tensor.config import config_from_table, load_config
 from backend.tensor.train import RunOptions, Trainer, train
 from hpgrem.driver.cli import main
 
@@ -378,3 +378,21 @@ def test_a_killed_rank_ends_every_rank_within_10_s_naming_it_and_resume_is_bit_i
     assert whole.returncode == 0, whole.stderr
     with np.load(tmp_path / "resumed.npz") as a, np.load(tmp_path / "whole.npz") as b:
         assert same(dict(a), dict(b))
+
+
+def test_under_mpiexec_a_tp_checkpoint_resumes_under_pp_as_the_one_pe_run_trains(tmp_path):
+    if MPIEXEC is None:
+        pytest.fail("mpiexec is not installed")
+    root = str(tmp_path / "ck")
+
+    def mpi_train(*args: str) -> None:
+        r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "hpgrem.driver.cli", "train", TINY,
+                            "--dtype", "float64", "--checkpoint-dir", root, *args],
+                           capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert r.returncode == 0, r.stderr
+    mpi_train("--tp", "2", "--steps", "2", "--checkpoint-every", "2", "--checkpoint-write", "async")
+    mpi_train("--pp", "2", "--steps", "3", "--resume", "--save", str(tmp_path / "resumed.npz"))
+    whole = train(load_config(TINY, {("train", "steps"): 3, ("train", "dtype"): "float64"}), report=False).params
+    with np.load(tmp_path / "resumed.npz") as resumed:
+        for name, value in whole.items():
+            assert np.abs(resumed[name] - value).max() <= 1e-9 * np.abs(value).max(), name
