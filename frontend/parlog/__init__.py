@@ -50,7 +50,7 @@ def _lower_program(text: str, file: str, goal: str | None) -> Module:
             entry = Entry(goal_rel.key, tuple(_goal_outputs(goal_rel)))
     elif "main/0" in user:
         entry = Entry("main/0", ())
-    user = resolve(user, visible, diagnostics)
+    user = resolve(user, visible, diagnostics, {k: r.modes for k, r in lib.items()})
     if diagnostics:
         raise CompileError(sorted(diagnostics, key=lambda d: (d.span.file != file, d.span.line, d.span.col)))
     return Module(file, {**lib, **user}, entry)

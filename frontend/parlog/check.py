@@ -12,6 +12,7 @@ from frontend.diagnostics import Diagnostic
 from frontend.parlog.lower import lower_clause
 from frontend.parlog.parser import Directive, Item, ModeDecl
 from hpgrem.ir import Body, Call, Clause, Conj, Relation, Span, Struct, Var, term_vars
+from hpgrem.ir.parlog import deep_guard
 from hpgrem.primitives import PRIMITIVES
 
 PRELUDE_PREFIX = "prelude:"
@@ -90,12 +91,15 @@ def collect_relations(items: list[Item], key_prefix: str, diagnostics: list[Diag
     return relations
 
 
-def resolve(relations: dict[str, Relation], visible: dict[str, str], diagnostics: list[Diagnostic]) -> dict[str, Relation]:
+def resolve(relations: dict[str, Relation], visible: dict[str, str], diagnostics: list[Diagnostic],
+            modes: dict[str, tuple[str, ...]] | None = None) -> dict[str, Relation]:
     """Point every call at a relation key of `visible` (name/arity -> key) or a primitive, and
-    check guards; returns the relations rewritten."""
+    check guards; returns the relations rewritten. `modes` (relation key -> modes) adds to the
+    modes of `relations` for the guard analysis (the prelude's)."""
+    modes = {**(modes or {}), **{k: r.modes for k, r in relations.items()}}
     out: dict[str, Relation] = {}
     for key, rel in relations.items():
-        groups = tuple(tuple(_check_clause(rel, c, visible, diagnostics) for c in g) for g in rel.groups)
+        groups = tuple(tuple(_check_clause(rel, c, visible, diagnostics, modes) for c in g) for g in rel.groups)
         out[key] = replace(rel, groups=groups)
     return out
 
@@ -121,13 +125,18 @@ def _resolve_body(body: Body | None, visible: dict[str, str], diagnostics: list[
     return Conj(body.op, tuple(_resolve_body(p, visible, diagnostics) for p in body.parts))
 
 
-def _check_clause(rel: Relation, clause: Clause, visible: dict[str, str], diagnostics: list[Diagnostic]) -> Clause:
+def _check_clause(rel: Relation, clause: Clause, visible: dict[str, str], diagnostics: list[Diagnostic],
+                  modes: dict[str, tuple[str, ...]]) -> Clause:
     """Guard safety. Variables of `?` positions name parts of the call; every other variable,
     `^` positions included (they are unified only after commitment), is the clause's own. A
     guard unification matches call terms against a pattern of the clause's own variables, or
     tests two call terms for equality; either way it never binds a call variable. A guard that
     tests `var(X)` and then needs X bound can only succeed by binding it: an error."""
     known = {v.index for m, a in zip(rel.modes, clause.head) if m == "?" for v in term_vars(a)}
+    if deep_guard(clause.guard):
+        guard = tuple(_resolve_call(g, visible, diagnostics) for g in clause.guard)
+        _check_deep_guard(guard, known, modes, diagnostics)
+        return replace(clause, guard=guard, body=_resolve_body(clause.body, visible, diagnostics))
     unbound_tested: dict[int, str] = {}
     guard: list[Call] = []
     for g in clause.guard:
@@ -159,6 +168,31 @@ def _check_clause(rel: Relation, clause: Clause, visible: dict[str, str], diagno
         known |= gvars
         guard.append(g)
     return replace(clause, guard=tuple(guard), body=_resolve_body(clause.body, visible, diagnostics))
+
+
+def _check_deep_guard(guard: tuple[Call, ...], call_vars: set[int], modes: dict[str, tuple[str, ...]],
+                      diagnostics: list[Diagnostic]) -> None:
+    """Mode analysis of a deep guard: after `var(X)` holds for a variable X of the call, a goal
+    that needs X bound (X given to a `^` argument, or `=` or `is` of X and a non-variable or
+    another call term) can only succeed by binding X."""
+    tested: dict[int, str] = {}
+    for g in guard:
+        if g.target == "var/1" and isinstance(g.args[0], Var) and g.args[0].index in call_vars:
+            tested[g.args[0].index] = g.args[0].name
+            continue
+        if g.target in ("=/2", "is/2"):
+            binds = [(a, b) for a, b in (g.args, g.args[::-1]) if isinstance(a, Var) and a.index in tested
+                     and not (isinstance(b, Var) and b.index not in call_vars)]
+            if g.target == "is/2":
+                binds = binds[:1] if binds and binds[0][0] is g.args[0] else []
+        else:
+            outputs = [a for m, a in zip(modes.get(g.target, ()), g.args) if m == "^"]
+            binds = [(a, None) for a in outputs if isinstance(a, Var) and a.index in tested]
+        if binds:
+            name = binds[0][0].name
+            diagnostics.append(Diagnostic(g.span, f"this guard can only succeed by binding {name}, a variable "
+                                                  f"of the call (var({name}) holds before it); a guard must "
+                                                  f"not bind the call's variables"))
 
 
 def _as_struct(call: Call) -> Struct:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from frontend.diagnostics import Diagnostic
 from hpgrem.ir import (Atom, Body, Call, Clause, Conj, ConjOp, Float, Int, Span, Struct, Term, Var,
                        relation_key)
-from hpgrem.primitives import NOT_YET, TESTS
+from hpgrem.primitives import NOT_YET
 
 
 @dataclass(slots=True)
@@ -105,13 +105,13 @@ class ClauseLowering:
             call = self.goal(part, in_guard=True)
             if call is None:
                 continue
-            if call.target in TESTS or call.target == "=/2":
-                goals.append(call)
-            elif call.target == "true/0":
+            if call.target == "true/0":
                 continue
-            else:
-                self.error(call.span, f"guard calls {call.target}: deep guards (calls of relations "
-                                      "in a guard) are not supported yet; only primitive tests")
+            if call.target in OUTPUT_GOALS:  # a guard may be abandoned: it must not write
+                self.error(call.span, f"{call.target} cannot appear in a guard (a guard may be "
+                                      "abandoned, so it has no effects)")
+                continue
+            goals.append(call)  # tests, `=`, `is` and relation calls (a deep guard)
         return goals
 
     def body(self, t: Term) -> Body | None:

@@ -337,3 +337,10 @@ def renumber(clause: Clause) -> Clause:
 
 def relation_key(name: str, arity: int) -> str:
     return f"{name}/{arity}"
+
+
+def deep_guard(guard: tuple[Call, ...]) -> bool:
+    """Whether a guard is deep (spec/parlog.md, "Deep guards"): it does more than the tests and
+    matching `=` that clause code runs inline, so it runs as a local computation of its clause."""
+    from hpgrem.primitives import TESTS
+    return any(g.target not in TESTS and g.target != "=/2" for g in guard)

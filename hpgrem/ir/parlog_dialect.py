@@ -9,15 +9,17 @@ from typing import Iterator
 from hpgrem.ir.core import Module, walk_paths
 from hpgrem.ir.dialects import DialectSpec
 from hpgrem.ir.parlog import Call, Conj, Float, Relation, Struct
-from hpgrem.primitives import TESTS
+
+EFFECTS = frozenset({"write/1", "nl/0", "halt/0"})
+"""Primitives with effects beyond bindings: a guard (a deep one included) calls none."""
 
 MAX_CLAUSE_VARS = 1 << 20
 """The most variables a clause may number: the machine allocates a slot for each."""
 
 
 def representation(rule: Relation, path: str, module: Module) -> Iterator[str]:
-    """Keys that match name and arity, clause sizes, guards of tests only, calls whose target
-    names their number of arguments, compound terms with arguments, finite floats."""
+    """Keys that match name and arity, clause sizes, calls whose target
+    names their number of arguments (a guard's none with effects), compound terms with arguments, finite floats."""
     if rule.key != f"{rule.name}/{rule.arity}" and not rule.key.endswith(f":{rule.name}/{rule.arity}"):
         yield f"at {path}.key: {rule.key!r} is not the key of {rule.name}/{rule.arity}"
     for gi, group in enumerate(rule.groups):
@@ -26,7 +28,7 @@ def representation(rule: Relation, path: str, module: Module) -> Iterator[str]:
             if not 0 <= clause.nvars <= MAX_CLAUSE_VARS:
                 yield f"at {cpath}.nvars: {clause.nvars} variables (0 to {MAX_CLAUSE_VARS})"
             for k, g in enumerate(clause.guard):
-                if g.target not in TESTS and g.target != "=/2":
+                if g.target in EFFECTS:  # a guard may be abandoned: it has no effects
                     yield f"at {cpath}.guard[{k}].target: {g.target} cannot stand in a guard"
                 if g.placement is not None:
                     yield f"at {cpath}.guard[{k}].placement: a guard has no placement"

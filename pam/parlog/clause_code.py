@@ -8,8 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hpgrem.ir import Atom, Call, Clause, Float, Int, Struct, Term, Var, calls_in
+from hpgrem.ir.parlog import deep_guard
 from pam.parlog import primitives
 from pam.parlog.arith import MAX_INT_BITS
+from pam.parlog.guards import GuardSpec
 from pam.parlog.notes import EXPORTABLE, LIFT, SCHEDULE
 from pam.terms import Cons
 from pam.terms import Struct as RStruct
@@ -100,9 +102,32 @@ class ClauseCode:
                 self.match(pat, f"a{i}", tested=(i == known))
 
     def guards(self, guard) -> None:
+        if deep_guard(guard):
+            self.deep_guard(guard)
+            return
         for g in guard:
             self.rc.count("guard_tests")
             self.guard(g)
+
+    def deep_guard(self, guard) -> None:
+        """A guard that calls relations runs as a local computation (pam/parlog/guards.py): the
+        matched variables go in, its own variables come out for the body."""
+        e = self.e
+        self.code.close_hole()
+        self.rc.count("guard_tests")
+        known = tuple(sorted(self.bound))
+        local = tuple(sorted({n.index for g in guard for a in g.args for n in _nodes(a)
+                              if isinstance(n, Var)} - self.bound))
+        spec = self.rc.const("guard", id(guard), lambda: GuardSpec(tuple(guard), known, local,
+                                                                  self.clause.nvars, self.clause.span))
+        values = "".join(f"v{i}, " for i in known)
+        e(f"r = GUARD(t, {spec}, ({values}))")
+        e("if type(r) is not tuple:")
+        e("    if r is not False: s = susp1(s, *r)")
+        e("    break")
+        if local:
+            e("".join(f"v{i}, " for i in local) + "= r")
+            self.bound.update(local)
 
     # -- matching -------------------------------------------------------------------------------
     def suspend_or_break(self, x: str) -> None:
@@ -433,6 +458,8 @@ class ClauseCode:
 
     def commit(self) -> None:
         e = self.e
+        if any(deep_guard(c.guard) for c in self.rel.clauses()):
+            e("GDONE(t)")  # the call's other guard computations are abandoned
         self.rc.trace(f"TR(t, {self.rc.proc_names[self.rel.key]}, {self.code.args()}, {self.number()}, "
                       f"{self.rc.site(self.clause.span)})")
         call = self.self_call()

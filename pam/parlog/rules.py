@@ -25,6 +25,7 @@ from pam.costs import DEFAULT
 from pam.emit import Emitter
 from pam.errors import ProgramFailure
 from pam.parlog.goal import Goal, GoalKind
+from pam.parlog.guards import Guards
 from pam.parlog.notes import COST, EXPORTABLE
 from pam.parlog.relation_code import RelationCode, Shape
 from pam.step import declare
@@ -102,7 +103,7 @@ class RuleCompiler:
         for name in ("Var", "Struct", "Cons", "Goal", "Seq", "Placed", "declare", "deref", "match_eq", "from_list",
                      "put", "wake", "spawn", "park_new", "push", "susp1", "fail_goal", "fail_output",
                      "arith_test", "INLINE", "PROCS", "CONSTS", "METER", "ST", "PRIMITIVE_COST", "new_cell",
-                     "RUN", "SOLO", "SPARE", *(("TR", "TB", "TE", "TK", "TL") if self.tracing else ())):
+                     "RUN", "SOLO", "SPARE", "GUARD", "GDONE", *(("TR", "TB", "TE", "TK", "TL") if self.tracing else ())):
             e(f"{name} = RT['{name}']")
         e("globals().update(CONSTS)")
         for key, rel in self.module.rules.items():
@@ -214,6 +215,7 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
 
     if tracer is not None:
         run_here = traced_run_here(pe, counting)
+    guards = Guards(pe, lambda key: procs.get(key) or prims["procs"][key])
     runtime = {
         "Var": RVar, "Struct": RStruct, "Cons": Cons, "Goal": goal, "Seq": Seq, "Placed": Placed,
         "declare": declare, "deref": deref,
@@ -225,7 +227,7 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         "new_cell": Cons.__new__,
         # schedule (pam/parlog/clause_code.py): a goal run in its caller's step that suspends is parked;
         # an exportable one runs there only on one PE or below the lift threshold
-        "RUN": run_here, "SOLO": pe.net is None,
+        "RUN": run_here, "SOLO": pe.net is None, "GUARD": guards.guard, "GDONE": guards.done,
         "SPARE": GoalKind(getattr(getattr(pe.net.transport, "sim", None), "costs", DEFAULT)).spare
         if pe.net is not None else None,
     }

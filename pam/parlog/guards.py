@@ -1,0 +1,364 @@
+"""Deep guards (spec/parlog.md, "Deep guards"): a guard that calls relations runs as a local
+computation of its clause.
+
+A clause's compiled code, once its head has matched, asks `Guards.guard(t, spec, values)`:
+the first time, a `GuardRun` starts (its goals made from the guard's IR calls, the clause's
+matched values in place of its variables) and a `GuardTask` runs it on the PE, a time slice at a
+time, interleaved with every other task: the guards of one search group run concurrently, and one
+that never ends stops no other clause from committing. The calling goal waits on the run's `done`
+variable; when the run ends it is retried and finds the outcome: succeeded (the clause commits,
+taking the guard's own variables for its body), failed (only this clause is ruled out), or
+needing variables of the call (the clause suspends on them and the guard starts afresh once one is
+bound). A commit abandons the call's other runs (`Guards.done`): their tasks are dropped unrun.
+
+Safety: during a slice every unbound variable of the call has a `Protect` first in its suspension
+list, so a guard goal that binds one raises `BindsCall` from inside the binding (pam.pe.PE.wake
+reads `waits`), before anyone waiting on it sees the value; the binding is undone and the guard
+waits for the caller to bind that variable. The run's goals use the PE's ready queue and
+suspension table while the slice lasts (the compiled steps hold the queue), so nothing of a guard
+is ever in the PE's own queue or table between slices: no leftover tasks, no leaked suspensions.
+Guards run on the PE of their call (a `GuardTask` is no kind that travels).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from hpgrem.ir import Call, Span
+from hpgrem.ir import Struct as IRStruct
+from hpgrem.ir import Var as IRVar
+from hpgrem.ir import Atom, Float, Int
+from pam.errors import ProgramFailure
+from pam.pe import SLICE
+from pam.step import WaitAll, declare
+from pam.task import AndGroup, Task
+from pam.terms import Cons, Struct, Var, deref, mkatom
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GuardSpec:
+    """A deep guard, fixed at compile time: its goals, the clause variables whose values the
+    head's matching gives it (`known`), and its own variables the body may use (`local`)."""
+
+    goals: tuple[Call, ...]
+    known: tuple[int, ...]
+    local: tuple[int, ...]
+    nvars: int
+    site: Span
+
+
+class BindsCall(Exception):
+    """A guard goal bound `var`, a variable of the call."""
+
+    def __init__(self, var: Var) -> None:
+        super().__init__("guard binds a call variable")
+        self.var = var
+
+
+class Protect:
+    """Stands first in a call variable's suspension list during a guard's slice: PE.wake reads
+    `waits` of each waiter, and this one answers by raising BindsCall."""
+
+    __slots__ = ("var",)
+
+    def __init__(self, var: Var) -> None:
+        self.var = var
+
+    @property
+    def waits(self):
+        raise BindsCall(self.var)
+
+
+class GuardRun:
+    """One clause's guard computation for one call."""
+
+    __slots__ = ("caller", "spec", "done", "ready", "suspended", "group", "protected", "locals",
+                 "outcome", "abandoned")
+
+    def __init__(self, caller: Task, spec: GuardSpec, protected: list[Var], locals_: tuple) -> None:
+        self.caller = caller
+        self.spec = spec
+        self.done = Var()  # bound when the outcome is known: the caller waits on it
+        self.ready: deque = deque()
+        self.suspended: dict = {}
+        self.group = AndGroup(None, [])
+        self.protected = protected
+        self.locals = locals_
+        # None while running; True, False, a list of call variables to wait for, or "stuck"
+        self.outcome: object = None
+        self.abandoned = False
+
+
+class GuardTask(Task):
+    """The task that runs a `GuardRun`, a slice at a time."""
+
+    __slots__ = ()
+
+    def describe(self, names: dict | None = None) -> str:
+        return f"guard of {self.args[0].caller.describe(names)}"
+
+
+def build_term(term, env: list):
+    """The run-time term of IR `term`, clause variable i being `env[i]` (made when None)."""
+    out: list = []
+    stack: list = [(term, False)]
+    while stack:
+        t, built = stack.pop()
+        if isinstance(t, IRStruct):
+            if not built:
+                stack.append((t, True))
+                stack.extend((a, False) for a in reversed(t.args))
+                continue
+            n = len(t.args)
+            args = tuple(out[len(out) - n:])
+            del out[len(out) - n:]
+            out.append(Cons(*args) if t.name == "[|]" and n == 2 else Struct(mkatom(t.name), args))
+        elif isinstance(t, IRVar):
+            if env[t.index] is None:
+                env[t.index] = Var()
+            out.append(env[t.index])
+        elif isinstance(t, Atom):
+            out.append(mkatom(t.name))
+        elif isinstance(t, (Int, Float)):
+            out.append(t.value)
+        else:
+            raise AssertionError(f"unexpected term {t!r}")
+    return out[0]
+
+
+def unbound_local_vars(values) -> list[Var]:
+    """The unbound variables reachable from `values` that live on this PE (a proxy of a variable
+    elsewhere cannot be protected: see docs/parlog.md)."""
+    found: dict[int, Var] = {}
+    seen: set[int] = set()
+    stack = list(values)
+    while stack:
+        x = deref(stack.pop())
+        tx = type(x)
+        if tx is Var:
+            if type(x.susp) is list or x.susp is None:
+                found[id(x)] = x
+        elif tx is Cons or tx is Struct:
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            if tx is Cons:
+                stack.append(x.head)
+                stack.append(x.tail)
+            else:
+                stack.extend(x.args)
+    return list(found.values())
+
+
+class Guards:
+    """The deep guards of one PE: runs by calling task and clause."""
+
+    def __init__(self, pe, lookup) -> None:
+        self.pe = pe
+        self.lookup = lookup  # relation or primitive key -> this PE's step
+        self.runs: dict[Task, dict[GuardSpec, GuardRun]] = {}
+        def slice_step(task: GuardTask):
+            return self._slice(task)
+        self.step = declare("guard", 1, 1, key="$guard")(slice_step)
+        self.step.traced = True  # it reports its goals' rewrites itself
+
+    # -- what clause code calls -------------------------------------------------------------
+    def guard(self, t: Task, spec: GuardSpec, values: tuple):
+        """True-ish tuple of the guard's own variables when it succeeded; False when it failed;
+        otherwise a list of variables for the calling clause to suspend on."""
+        runs = self.runs.get(t)
+        run = None if runs is None else runs.get(spec)
+        if run is not None and type(run.outcome) is list:
+            waits = [v for v in run.outcome if type(deref(v)) is Var]
+            del runs[spec]
+            if waits:
+                return waits
+            run = None  # bound meanwhile: start afresh
+        if run is None:
+            run = self._start(t, spec, values)
+            self.runs.setdefault(t, {})[spec] = run
+            return [run.done]
+        outcome = run.outcome
+        if outcome is True:
+            return run.locals
+        if outcome is False:
+            return False
+        return [run.done]  # running, or stuck on its own variables
+
+    def done(self, t: Task) -> None:
+        """The call `t` committed: its other guard runs are abandoned."""
+        runs = self.runs.pop(t, None)
+        if runs:
+            for run in runs.values():
+                run.abandoned = True
+
+    # -- runs -------------------------------------------------------------------------------
+    def _start(self, t: Task, spec: GuardSpec, values: tuple) -> GuardRun:
+        env: list = [None] * spec.nvars
+        for i, v in zip(spec.known, values):
+            env[i] = v
+        goals = [self._goal(g, env) for g in spec.goals]
+        locals_ = tuple(env[i] if env[i] is not None else Var() for i in spec.local)
+        run = GuardRun(t, spec, unbound_local_vars(values), locals_)
+        for g in goals:
+            g.group = run.group
+        run.group.count = len(goals)
+        run.ready.extend(reversed(goals))
+        task = GuardTask(self.step, (run,), None, spec.site)
+        if self.pe.tracer is not None:
+            self.pe.tracer.spawned(task)
+        self.pe.ready.appendleft(task)
+        return run
+
+    def _goal(self, call: Call, env: list) -> Task:
+        from pam.parlog.goal import Goal
+        return Goal(self.lookup(call.target), tuple(build_term(a, env) for a in call.args), None, call.span)
+
+    def _slice(self, task: GuardTask):
+        """The step of a GuardTask: run its guard's goals for a time slice."""
+        run: GuardRun = task.args[0]
+        if run.abandoned:
+            return None
+        pe = self.pe
+        outcome = self._run(run)
+        if outcome is None:
+            pe.ready.appendleft(task)  # to the back of the queue: others take their turn
+            return None
+        self._finish(run, outcome)
+        return None
+
+    def _run(self, run: GuardRun):
+        """A slice of `run` with the PE's queue and suspensions its own; the outcome, or None."""
+        pe = self.pe
+        ready = pe.ready
+        outer = list(ready)
+        ready.clear()
+        ready.extend(run.ready)
+        outer_suspended = pe.suspended
+        pe.suspended = run.suspended
+        meter = pe.meter
+        m0, m1 = meter
+        saved: list = []
+        for v in run.protected:
+            if v.val is None:
+                s = v.susp
+                if s is None:
+                    s = v.susp = []
+                s.insert(0, Protect(v))
+                saved.append((v, s))
+        tracer = pe.tracer
+        outcome = None
+        calls = 0
+        try:
+            calls = self._steps(pe, ready, run, tracer)
+        except BindsCall as bound:
+            var = bound.var
+            var.val = None
+            for v, s in saved:
+                if v is var:
+                    v.susp = s
+            outcome = [var]
+        except ProgramFailure:
+            outcome = False
+        finally:
+            for v, s in saved:
+                if s and type(s[0]) is Protect:
+                    del s[0]
+                if v.susp is s and not s:
+                    v.susp = None
+            run.ready = deque(ready)
+            ready.clear()
+            ready.extend(outer)
+            pe.suspended = outer_suspended
+            meter[0], meter[1] = m0, m1
+            pe.stats.reductions += calls
+        if outcome is None:
+            if run.group.count == 0:
+                outcome = True
+            else:  # a goal waiting for the caller: the guard waits, and starts afresh later
+                outcome = self._waits_on_call(run) or (None if run.ready else "stuck")
+        if outcome is not None and outcome is not True:
+            self._unpark(run)
+        return outcome
+
+    def _steps(self, pe, ready, run: GuardRun, tracer) -> int:
+        """Up to a time slice of the run's goals (as pam.pe.PE.run would run them)."""
+        meter = pe.meter
+        calls = 0
+        while ready and calls < SLICE:
+            t = ready.pop()
+            while True:
+                calls += 1
+                proc = t.proc
+                pe.instructions += proc.cost
+                meter[0] = SLICE - calls
+                meter[1] = 0
+                before = None
+                if tracer is not None and not getattr(proc, "traced", False):
+                    before = tracer.begin_task(t)
+                r = proc(t)
+                extra = meter[1]
+                meter[1] = 0
+                calls += extra
+                pe.instructions += extra * proc.cost
+                kind = type(r)
+                if kind is list:
+                    pe.park(t, r)
+                    break
+                if kind is WaitAll:
+                    pe.park_all(t, r)
+                    break
+                if before is not None:
+                    tracer.commit_task(before, r)
+                if r is None:
+                    if tracer is not None:
+                        tracer.finished(t)
+                    if t.group is not None:
+                        pe.finish(t.group)
+                    break
+                t = r
+                if calls >= SLICE:
+                    ready.append(t)
+                    break
+        return calls
+
+    @staticmethod
+    def _waits_on_call(run: GuardRun) -> list[Var]:
+        protected = {id(v) for v in run.protected}
+        found: dict[int, Var] = {}
+        for t in run.suspended:
+            waits = t.waits
+            for v in (waits.variables if type(waits) is WaitAll else waits or ()):
+                v = deref(v)
+                if type(v) is Var and id(v) in protected:
+                    found[id(v)] = v
+        return list(found.values())
+
+    def _unpark(self, run: GuardRun) -> None:
+        """Take the run's suspended goals out of the call's variables' suspension lists: the
+        run is over, and a binding by the caller must not wake them."""
+        for t in run.suspended:
+            waits = t.waits
+            variables = waits.variables if type(waits) is WaitAll else waits or ()
+            waiter = waits if type(waits) is WaitAll else t
+            for v in variables:
+                s = v.susp
+                if type(s) is list and waiter in s:
+                    s.remove(waiter)
+                    if not s:
+                        v.susp = None
+        run.suspended.clear()
+        run.ready.clear()
+
+    def _finish(self, run: GuardRun, outcome) -> None:
+        run.outcome = outcome
+        tracer = self.pe.tracer
+        if tracer is not None:
+            what = {True: "succeeded", False: "failed"}.get(outcome, "suspended") \
+                if type(outcome) is not list else "suspended"
+            tracer.rewrite(run.caller, "guard", f"guard {what}: {run.caller.describe()}", [],
+                           span=run.spec.site)
+        if outcome == "stuck":
+            return  # the caller waits on `done` for ever: a deadlock at quiescence names it
+        self.pe.bind(run.done, mkatom("done"))
