@@ -295,6 +295,13 @@ def test_a_failed_simulated_pe_is_recovered_and_the_run_ends_as_the_uninterrupte
     assert "virtual time lost (a restart from the disk checkpoint of step" in said
 
 
+@pytest.mark.parametrize("layout", [{"tp": 2}, {"pp": 2}, {"dp": 2, "zero": 2}])
+def test_peer_copies_recover_a_failed_pe_of_any_layout_bit_for_bit(tmp_path, layout):
+    whole = train(config(tmp_path / "none", 3, **layout), report=False).params
+    run = train(config(tmp_path, 3, peer_copy="step", **layout), RunOptions(fail_pe="1@2"), report=False)
+    assert same(run.params, whole)
+
+
 def test_peer_copies_every_step_lose_less_virtual_time_than_a_restart_from_disk(tmp_path):
     trainer = Trainer(config(tmp_path, 4, dp=2, every=3, peer_copy="step"), RunOptions(fail_pe="0@3"))
     try:
