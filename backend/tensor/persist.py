@@ -52,10 +52,14 @@ class RunCheckpoints:
         due = self.writer is not None and step % self.every == 0
         if self.writer is not None:
             self.writer.poll()
-            if due:
-                self.writer.save(step, local_states(self.job, self.shapes))
-        if self.peers is not None and (self.peer_copy == "step" or due):
-            self.peers.take(step, local_states(self.job, self.shapes))
+        copy = self.peers is not None and (self.peer_copy == "step" or due)
+        if not (due or copy):
+            return
+        states = local_states(self.job, self.shapes)  # under MPI with parts: one gather for both
+        if due:
+            self.writer.save(step, states)
+        if copy:
+            self.peers.take(step, states)
 
     def before_step(self, step: int, run_step: Callable[[int], object]) -> None:
         """Before step `step`: if the failure drill kills a PE in this step, run the step
