@@ -20,6 +20,9 @@ import tempfile
 import numpy as np
 
 STORES = ("memory", "file")
+TRANSFERS = frozenset({"evict", "fetch"})
+"""The ops that move a value between the device and the host: the runtime charges their bytes
+at a link's byte time, not FLOPs."""
 _DIRECTORY: list[str] = []  # the file store's directory, made on first use
 
 
@@ -50,4 +53,4 @@ def fetch(attrs, x):
     return np.array(x, copy=True)
 
 
-__all__ = ["STORES", "evict", "fetch"]
+__all__ = ["STORES", "TRANSFERS", "evict", "fetch"]

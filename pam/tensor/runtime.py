@@ -30,6 +30,7 @@ from pam.task import Task
 from pam.tensor.collectives import MPIAllReduce, SimAllReduce
 from pam.tensor.graph import COLLECTIVES, StepGraph, step_graph
 from pam.tensor.memory import MemoryMeter, category_of, nbytes
+from pam.tensor.offload import TRANSFERS
 from pam.terms import Var
 
 T800_FLOPS = 1.5e6  # a T800-20's sustained floating point rate: kernels keep its balance with its links
@@ -139,9 +140,12 @@ class Plan:
                 raise ValueError(f"the tensor runtime has no kernel for {op.op!r} ({op.name})")
             kernel = kernels[op.op]
             flops = int(kernel.flops(op.attrs, [shapes[x] for x in op.inputs]))
+            instructions = round(flops * per_flop)
+            if op.op in TRANSFERS:  # bytes to or from the host, one link away: the link's byte time
+                moved = int(np.prod(op.shape)) * np.dtype(op.dtype).itemsize
+                instructions = round(moved * costs.byte_one_way / costs.instruction)
             self.steps.append(KernelCall(op.name, op.op, kernel.run, op.attrs, tuple(self.slot[x] for x in op.inputs),
-                                         self.slot[op.name], tuple(parts.get(op.name, ())), flops,
-                                         round(flops * per_flop)))
+                                         self.slot[op.name], tuple(parts.get(op.name, ())), flops, instructions))
         self.size = len(self.slot)
         self._plan_memory()
 
