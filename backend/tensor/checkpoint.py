@@ -266,17 +266,20 @@ class Writer:
 
     def _complete(self) -> None:
         pending, self.pending = self.pending, None
-        if pending.error is not None:
-            e = pending.error
-            raise CheckpointError(f"{pending.folder}: cannot write the checkpoint: {getattr(e, 'strerror', None) or e}")
+        e = pending.error
+        error = None if e is None else \
+            f"{pending.folder}: cannot write the checkpoint: {getattr(e, 'strerror', None) or e}"
         files = pending.files
-        if self.comm is not None:
-            parts = self.comm.gather(files, root=0)
-            if self.comm.Get_rank() != 0:
-                self.comm.barrier()
-                self.completed.append(pending.step)
-                return
-            files = {k: v for part in parts for k, v in part.items()}
+        if self.comm is not None:  # every rank learns of any rank's failure: none waits for it
+            parts = self.comm.allgather((files, error))
+            error = next((failed for _, failed in parts if failed), None)
+            files = {k: v for part, _ in parts for k, v in part.items()}
+        if error is not None:
+            raise CheckpointError(error)
+        if self.comm is not None and self.comm.Get_rank() != 0:
+            self.comm.barrier()
+            self.completed.append(pending.step)
+            return
         m = self.meta
         manifest = Manifest(pending.step, m["seed"], m["data"], m["dtype"], m["model"], m["layout"],
                             pending.tensors, dict(sorted(files.items())))
