@@ -21,6 +21,12 @@ NOT_YET = frozenset({"set/3", "subset/3", "call/3"})
 
 PRIMITIVES = TESTS | BODY
 
+# What an all-solutions relation may call besides all-solutions relations: the pure primitives
+# (`\=` only there: a search can undo the bindings a trial unification made).
+SEARCH_PRIMITIVES = TESTS | frozenset({
+    "=/2", "\\=/2", "is/2", "true/0", "functor/3", "arg/3", "=../2", "atom_codes/2", "number_codes/2", "length/2",
+})
+
 # Primitives the machine runs at commit rather than as tasks: they have no effect but bindings
 # (the schedule pass relies on it; pam.parlog.primitives implements them so).
 INLINE = TESTS | frozenset({

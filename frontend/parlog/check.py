@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from frontend.diagnostics import Diagnostic
 from frontend.parlog.lower import lower_clause
 from frontend.parlog.parser import Directive, Item, ModeDecl
-from hpgrem.ir import Body, Call, Clause, Conj, Relation, Span, Struct, Var, term_vars
+from hpgrem.ir import AllSolutions, Body, Call, Clause, Conj, Relation, Span, Struct, Var, term_vars
 from hpgrem.ir.parlog import deep_guard
-from hpgrem.primitives import PRIMITIVES
+from hpgrem.primitives import PRIMITIVES, SEARCH_PRIMITIVES
 
 PRELUDE_PREFIX = "prelude:"
 
@@ -26,12 +26,14 @@ class _Pending:
     arity: int
     span: Span
     groups: list[list[Clause]] = field(default_factory=list)
+    kinds: set[str] = field(default_factory=set)  # of its clauses: "guarded", "search", "fact"
 
 
 def collect_relations(items: list[Item], key_prefix: str, diagnostics: list[Diagnostic]) -> dict[str, Relation]:
     """Items -> relations with unresolved call targets (keys get `key_prefix`)."""
     modes: dict[str, ModeDecl] = {}
     pending: dict[str, _Pending] = {}
+    constructs: dict[str, Relation] = {}  # the relations set/3, subset/3 and ~ became
     last_key: str | None = None
     for item in items:
         if isinstance(item, Directive):
@@ -51,6 +53,7 @@ def collect_relations(items: list[Item], key_prefix: str, diagnostics: list[Diag
         raws = [r for r in (lower_clause(c, diagnostics) for c in item.clauses) if r is not None]
         if not raws:
             continue
+        constructs.update((c.key, c) for r in raws for c in r.constructs)
         key = f"{raws[0].name}/{raws[0].arity}"
         mixed = [r for r in raws if (r.name, r.arity) != (raws[0].name, raws[0].arity)]
         for r in mixed:
@@ -68,6 +71,7 @@ def collect_relations(items: list[Item], key_prefix: str, diagnostics: list[Diag
                                                      f"starts at {rel.span.line}:{rel.span.col})"))
         last_key = key
         rel.groups[-1].append(raws[0].clause)
+        rel.kinds.update(r.kind for r in raws)
         for r in raws[1:]:
             if (r.name, r.arity) == (raws[0].name, raws[0].arity):
                 rel.groups.append([r.clause])
@@ -75,6 +79,18 @@ def collect_relations(items: list[Item], key_prefix: str, diagnostics: list[Diag
     relations: dict[str, Relation] = {}
     for key, rel in pending.items():
         decl = modes.get(key)
+        if decl is None and "guarded" not in rel.kinds and ("search" in rel.kinds or rel.arity > 0):
+            # an all-solutions relation: one search group, clauses in written order
+            clauses = tuple(c for g in rel.groups for c in g)
+            relations[key_prefix + key] = AllSolutions(key_prefix + key, rel.name, ("?",) * rel.arity,
+                                                       (clauses,), rel.span)
+            continue
+        if "search" in rel.kinds:
+            why = "it has a mode declaration" if decl is not None else "it has '<-' clauses"
+            diagnostics.append(Diagnostic(rel.span, f"{key} mixes ':-' clauses with a committed-choice "
+                                                    f"relation ({why}); an all-solutions relation has no mode "
+                                                    "declaration and only ':-' clauses and facts"))
+            continue
         if decl is None and rel.arity > 0:
             others = [k for k in modes if k.split("/")[0] == rel.name]
             hint = f" (there is a mode for {others[0]}: the arities differ)" if others else ""
@@ -88,6 +104,7 @@ def collect_relations(items: list[Item], key_prefix: str, diagnostics: list[Diag
             why = (f"{decl.name} is defined with arity {others[0].split('/')[1]}" if others
                    else f"no clauses define {key}")
             diagnostics.append(Diagnostic(decl.span, f"mode declaration for {key} but {why}"))
+    relations.update(constructs)
     return relations
 
 
@@ -105,7 +122,7 @@ def resolve(relations: dict[str, Relation], visible: dict[str, str], diagnostics
 
 
 def _resolve_call(call: Call, visible: dict[str, str], diagnostics: list[Diagnostic]) -> Call:
-    if call.target in PRIMITIVES:
+    if call.target in PRIMITIVES or call.target in SEARCH_PRIMITIVES:  # search_check.py says where
         return call
     key = visible.get(call.target)
     if key is None:

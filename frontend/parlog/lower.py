@@ -6,11 +6,12 @@ its own number. Calls are left with `name/arity` targets; `check.py` resolves th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 from frontend.diagnostics import Diagnostic
-from hpgrem.ir import (Atom, Body, Call, Clause, Conj, ConjOp, Float, Int, Span, Struct, Term, Var,
-                       relation_key)
+from hpgrem.ir import (AllSolutions, Atom, Body, Call, Clause, Conj, ConjOp, Float, Int, Relation, Span, Struct,
+                       Term, Var, relation_key, term_vars)
 from hpgrem.primitives import NOT_YET
 
 
@@ -21,15 +22,27 @@ class RawClause:
     name: str
     arity: int
     clause: Clause
+    kind: str = "guarded"  # "guarded" (`<-`), "search" (`:-`) or "fact"
+    constructs: list[Relation] = field(default_factory=list)  # what its set/3, subset/3, ~ became
+
+
+# The name of the relation each construct is lowered to (its goals are reported by it).
+CONSTRUCT_NAMES = {"set": "set", "subset": "subset", "not": "~"}
 
 
 class ClauseLowering:
-    """Lowers one clause term; problems are appended to `diagnostics`."""
+    """Lowers one clause term; problems are appended to `diagnostics`. `totals` counts the
+    occurrences of each variable name in the whole clause (which variables of a construct are
+    non-local); `search` is set while lowering the body of an all-solutions clause."""
 
-    def __init__(self, diagnostics: list[Diagnostic]):
+    def __init__(self, diagnostics: list[Diagnostic], totals: Counter | None = None, where: str = ""):
         self.diagnostics = diagnostics
         self.numbers: dict[str, int] = {}
         self.count = 0
+        self.totals = totals if totals is not None else Counter()
+        self.where = where
+        self.search = False
+        self.constructs: list[Relation] = []
 
     def error(self, span: Span, message: str) -> None:
         self.diagnostics.append(Diagnostic(span, message))
@@ -85,8 +98,12 @@ class ClauseLowering:
             return Call(relation_key(t.name, 0), (), span, placement)
         if isinstance(t, Struct):
             if t.name == "~" and len(t.args) == 1:
-                self.error(span, "negation '~' is not supported yet")
-                return None
+                return self.construct("not", None, None, t.args[0], span, placement)
+            if t.name in ("set", "subset") and len(t.args) == 3:
+                if self.search:
+                    self.error(span, f"{t.name}/3 inside an all-solutions relation is not supported")
+                    return None
+                return self.construct(t.name, t.args[0], t.args[1], t.args[2], span, placement)
             key = relation_key(t.name, len(t.args))
             if key in NOT_YET:
                 self.error(span, f"{key} is not supported yet")
@@ -95,6 +112,43 @@ class ClauseLowering:
         kind = "number" if isinstance(t, (Int, Float)) else "term"
         self.error(span, f"a {kind} cannot be a goal")
         return None
+
+    def construct(self, kind: str, out: Term | None, template: Term | None, conj: Term, span: Span,
+                  placement: Term | None) -> Call | None:
+        """`set(Out, Template, Conj)`, `subset(...)` or `~ Conj` becomes a call of a new
+        all-solutions relation `'$c'(Template, NonLocals...) :- Conj` (spec/parlog.md, "When a
+        search starts"): the call passes `Out` and the non-local variables, those of the
+        construct that also occur outside it in the clause."""
+        inside = Struct("$c", (conj,) if template is None else (template, conj))
+        local = _name_counts(inside)
+        nonlocals = [v for v in term_vars(inside) if self.totals[v.name] > local[v.name]]
+        head = ([template] if template is not None else []) + nonlocals
+        name = CONSTRUCT_NAMES[kind]
+        key = f"{self.where}{span.line}:{span.col}:{name}/{len(head)}"
+        raw = lower_clause(Struct(":-", (Struct("$c", tuple(head), span) if head else Atom("$c", span), conj), span),
+                           self.diagnostics, self.where)
+        if raw is None:
+            return None
+        self.constructs += [AllSolutions(key, name, ("?",) * len(head), ((raw.clause,),), span, kind),
+                            *raw.constructs]
+        args = ([self.term(out)] if out is not None else []) + [self.var(v) for v in nonlocals]
+        return Call(key, tuple(args), span, placement)
+
+    def search_body(self, t: Term) -> Body | None:
+        """The body of an all-solutions clause: goals joined by `,`, run left to right."""
+        self.search = True
+        goals: list[Call] = []
+        for part in _flatten(t, ","):
+            if isinstance(part, Struct) and part.name in ("&", ";", "<-", ":", ":-", "@") and len(part.args) == 2:
+                self.error(part.span, f"'{part.name}' cannot appear in the body of an all-solutions clause "
+                                      "(goals joined by ',')")
+                continue
+            call = self.goal(part, in_guard=False)
+            if call is not None and call.target != "true/0":
+                goals.append(call)
+        if not goals:
+            return None
+        return goals[0] if len(goals) == 1 else Conj(ConjOp.PARALLEL, tuple(goals))
 
     def guard(self, t: Term) -> list[Call]:
         goals: list[Call] = []
@@ -163,17 +217,35 @@ def _flatten(t: Term, op: str) -> list[Term]:
     return parts
 
 
-def lower_clause(term: Term, diagnostics: list[Diagnostic]) -> RawClause | None:
-    """One clause term -> RawClause (None when it had errors, which are in `diagnostics`)."""
+def _name_counts(t: Term) -> Counter:
+    """How many times each named variable occurs in `t`."""
+    counts: Counter = Counter()
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Var):
+            if x.name != "_":
+                counts[x.name] += 1
+        elif isinstance(x, Struct):
+            stack.extend(x.args)
+    return counts
+
+
+def lower_clause(term: Term, diagnostics: list[Diagnostic], where: str = "") -> RawClause | None:
+    """One clause term -> RawClause (None when it had errors, which are in `diagnostics`).
+    `where` prefixes the keys of the relations its constructs become (the `--goal` apart from
+    the program)."""
     before = len(diagnostics)
-    low = ClauseLowering(diagnostics)
+    low = ClauseLowering(diagnostics, _name_counts(term), where)
     guard_t: Term | None = None
     body_t: Term | None = None
     head = term
+    kind = "fact"
     if isinstance(term, Struct) and len(term.args) == 2 and term.name == ":-":
-        low.error(term.span, "all-solutions relations (clauses with ':-') are not supported yet")
-        return None
+        head, body_t = term.args
+        kind = "search"
     if isinstance(term, Struct) and len(term.args) == 2 and term.name == "<-":
+        kind = "guarded"
         head, rhs = term.args
         if isinstance(rhs, Struct) and len(rhs.args) == 2 and rhs.name == ":":
             guard_t, body_t = rhs.args
@@ -188,7 +260,11 @@ def lower_clause(term: Term, diagnostics: list[Diagnostic]) -> RawClause | None:
         return None
     numbered_head = tuple(low.term(a) for a in head_args)
     guard = tuple(low.guard(guard_t)) if guard_t is not None else ()
-    body = low.body(body_t) if body_t is not None else None
+    if body_t is None:
+        body = None
+    else:
+        body = low.search_body(body_t) if kind == "search" else low.body(body_t)
     if len(diagnostics) > before:
         return None
-    return RawClause(name, len(head_args), Clause(numbered_head, guard, body, low.count, term.span))
+    return RawClause(name, len(head_args), Clause(numbered_head, guard, body, low.count, term.span), kind,
+                     low.constructs)

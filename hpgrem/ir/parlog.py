@@ -244,11 +244,15 @@ class Relation(Rule):
     def clauses(self) -> list[Clause]:
         return [c for g in self.groups for c in g]
 
+    def primitives(self) -> frozenset[str]:
+        """The primitives its clauses may call."""
+        from hpgrem.primitives import PRIMITIVES
+        return PRIMITIVES
+
     def check(self, module) -> list[str]:
         """The dialect's rules (hpgrem/verify.py runs the structural checks first): modes,
         search groups, head arities, calls of defined relations or primitives with the right
         number of arguments, variable numbers inside the clause's range."""
-        from hpgrem.primitives import PRIMITIVES
         out: list[str] = []
         if any(m not in ("?", "^") for m in self.modes):
             out.append("modes must be '?' or '^'")
@@ -260,7 +264,7 @@ class Relation(Rule):
                 out.append(f"{where}head has {len(c.head)} arguments, modes say {self.arity}")
             for call in (*c.guard, *calls_in(c.body)):
                 callee = module.rules.get(call.target)
-                if call.target not in PRIMITIVES and callee is None:
+                if call.target not in self.primitives() and callee is None:
                     out.append(f"{where}calls undefined {call.target}")
                 elif callee is not None and callee.arity != len(call.args):
                     out.append(f"{where}calls {call.target} with {len(call.args)} arguments")
@@ -301,6 +305,10 @@ class AllSolutions(Relation):
     clause's head is the template (`set`, `subset`) and the same non-locals, in that order."""
 
     construct: str = SEARCH
+
+    def primitives(self) -> frozenset[str]:
+        from hpgrem.primitives import SEARCH_PRIMITIVES
+        return SEARCH_PRIMITIVES
 
     def check(self, module) -> list[str]:
         out = [] if self.construct in CONSTRUCTS | {SEARCH} else [f"unknown construct {self.construct!r}"]

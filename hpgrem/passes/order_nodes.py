@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from hpgrem.ir import Conj, ConjOp, Module, transform
+from hpgrem.ir import AllSolutions, Conj, ConjOp, Module, transform
 from hpgrem.passes import annotated
 from hpgrem.passes.flow import Flow
 
@@ -38,7 +38,9 @@ class OrderNodes:
             parts = flow.order(node.parts)
             return node if all(a is b for a, b in zip(parts, node.parts)) else replace(node, parts=parts)
 
-        rules = {key: transform(rel, reorder) for key, rel in module.rules.items()}
+        # a search runs its bodies left to right (spec/parlog.md): their order is its meaning
+        rules = {key: rel if isinstance(rel, AllSolutions) else transform(rel, reorder)
+                 for key, rel in module.rules.items()}
         if any(rules[k] is not r for k, r in module.rules.items()):
             module = replace(module, rules=rules)
         return annotated(module, self, {key: {"arith_tasks": True} for key in module.rules})

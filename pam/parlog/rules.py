@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 
-from hpgrem.ir import Atom, Float, Int, Module, Relation, Term
-from pam.parlog import primitives
+from hpgrem.ir import SEARCH, AllSolutions, Atom, Float, Int, Module, Relation, Term
+from pam.parlog import primitives, search
 from pam.parlog.clause_code import is_ground, to_runtime
 from pam.costs import DEFAULT
 from pam.emit import Emitter
@@ -29,6 +29,7 @@ from pam.parlog.guards import Guards
 from pam.parlog.notes import COST, EXPORTABLE
 from pam.parlog.relation_code import RelationCode, Shape
 from pam.step import declare
+from pam.parlog.search import SearchCompiler
 from pam.task import Placed, Seq
 from pam.terms import Cons
 from pam.terms import Struct as RStruct
@@ -56,7 +57,11 @@ class RuleCompiler:
         self.tracing = tracing
         self.consts: dict[str, object] = {}
         self.const_names: dict[tuple, str] = {}
-        self.proc_names = {key: f"R{i}" for i, key in enumerate(module.rules)}
+        # all-solutions relations are search's (pam/parlog/search.py); the steps of the constructs'
+        # relations come from there too, named here for the clauses that call them
+        self.searches = SearchCompiler(module)
+        self.proc_names = {key: f"R{i}" for i, key in enumerate(module.rules)
+                           if not isinstance(module.rules[key], AllSolutions) or module.rules[key].construct != SEARCH}
         self.out = Emitter()
         self.later: list[list[str]] = []  # steps made for one call site, emitted after their relation
         self.source = self._generate()
@@ -103,11 +108,15 @@ class RuleCompiler:
         for name in ("Var", "Struct", "Cons", "Goal", "Seq", "Placed", "declare", "deref", "match_eq", "from_list",
                      "put", "wake", "spawn", "park_new", "push", "susp1", "fail_goal", "fail_output",
                      "arith_test", "INLINE", "PROCS", "CONSTS", "METER", "ST", "PRIMITIVE_COST", "new_cell",
-                     "RUN", "SOLO", "SPARE", "GUARD", "GDONE", *(("TR", "TB", "TE", "TK", "TL") if self.tracing else ())):
+                     "RUN", "SOLO", "SPARE", "GUARD", "GDONE", "SEARCHES", *(("TR", "TB", "TE", "TK", "TL") if self.tracing else ())):
             e(f"{name} = RT['{name}']")
         e("globals().update(CONSTS)")
         for key, rel in self.module.rules.items():
             self.relation(rel)
+            if isinstance(rel, AllSolutions):
+                if key in self.proc_names:
+                    e(f"{self.proc_names[key]} = SEARCHES[{key!r}]")
+                continue
             for lines in self.later:
                 for line in lines:
                     e(line)
@@ -230,6 +239,7 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         "RUN": run_here, "SOLO": pe.net is None, "GUARD": guards.guard, "GDONE": guards.done,
         "SPARE": GoalKind(getattr(getattr(pe.net.transport, "sim", None), "costs", DEFAULT)).spare
         if pe.net is not None else None,
+        "SEARCHES": search.load(rc.searches, pe),
     }
     if tracer is not None:
         runtime.update(trace_calls(tracer))
