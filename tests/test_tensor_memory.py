@@ -237,13 +237,13 @@ def test_offloaded_host_bytes_are_the_planners():
 
 
 def test_back_pressure_keeps_fetches_under_the_device_budget():
-    # dp = 2: AdamW waits for the gradients' all-reduce, so every fetch of m and v is ready
-    # long before its reader; unchecked they fill the device with all the states at once.
+    # dp = 2: AdamW waits for the gradients' all-reduce, so the fetches of m and v are ready
+    # long before their readers; unchecked they bring most of the states to the device at once.
     unchecked = run_offload(Layout(dp=2, offload="optimizer"))
     held = run_offload(Layout(dp=2, offload="optimizer"), budget=500_000)
     assert same_run(unchecked, held) and same_run(run_offload(Layout(dp=2)), held)
     assert unchecked[2].stalls == 0 and held[2].stalls > 0
-    assert unchecked[2].peak["optimizer"] == unchecked[2].host["optimizer"]  # everything fetched at once
+    assert unchecked[2].peak["optimizer"] > unchecked[2].host["optimizer"] / 2
     assert held[2].peak["optimizer"] < unchecked[2].peak["optimizer"] / 2
 
 
