@@ -244,6 +244,16 @@ def test_dot_and_html_renderings_are_written(capsys, tmp_path):
     assert f"wrote {html}" in err
 
 
+def test_renderings_a_user_gets_wrong_are_usage_errors_and_a_cut_shows_in_the_viewer(capsys, tmp_path):
+    a_file = tmp_path / "not-a-folder"
+    a_file.write_text("x")
+    status, _, err = trace_command(capsys, STREAM, "--dot", str(a_file))
+    assert status == 2 and f"--dot {a_file}: cannot write snapshots there" in err
+    html = tmp_path / "cut.html"
+    status, _, _ = trace_command(capsys, str(EXAMPLES / "nrev.par"), "--trace-limit", "9", "--html", str(html))
+    assert status == 0 and '"cut": true' in html.read_text(encoding="utf-8").replace('"cut":true', '"cut": true')
+
+
 @pytest.mark.parametrize("text, message", [
     ("", "empty"),
     ("not json\n", ":1: not a JSON line"),

@@ -190,11 +190,16 @@ def render(args, header: dict, events: list[dict], end: dict) -> None:
         if args.steps is not None:  # a snapshot at each rewrite in the range (the graph changes there)
             steps = [n for n in range(first or 1, min(last or len(events), len(events)) + 1)
                      if events[n - 1]["ev"] == "rewrite"]
-        for path in write_snapshots(header, events, args.dot, steps):
+        try:
+            written = write_snapshots(header, events, args.dot, steps)
+        except OSError as e:  # e.g. --dot names a file, or a folder that cannot be written
+            raise UsageError(f"--dot {args.dot}: cannot write snapshots there: {e.strerror or e}") from None
+        for path in written:
             print(f"wrote {path}", file=sys.stderr)
     if args.html is not None:
         from hpgrem.trace.html import write_viewer
-        write_viewer(header, events, args.html)
+        # the end line last: a cut stream shows the viewer's "trace was cut" note
+        write_viewer(header, events + [end] if end is not None else events, args.html)
         print(f"wrote {args.html}", file=sys.stderr)
 
 
