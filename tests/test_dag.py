@@ -229,8 +229,8 @@ def test_a_version_2_file_is_refused_as_older():
 
 def test_an_unknown_dialect_is_refused_with_the_known_ones():
     doc = _doc()
-    doc["dialect"] = "tensor"
-    _refused(doc, "$.dialect", "unknown dialect 'tensor'", "ml, parlog")
+    doc["dialect"] = "quantum"
+    _refused(doc, "$.dialect", "unknown dialect 'quantum'", "ml, parlog, tensor")
 
 
 # ---------------------------------------------------------------------------------------------

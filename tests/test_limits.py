@@ -307,3 +307,21 @@ def test_max_memory_under_mpi_bounds_each_rank(tmp_path):
     status, _, err = _finish(_mpi(2, _program(tmp_path, GROW), "--max-memory", "120M"), 120)
     assert status == 4 and "memory limit of 120 MiB reached (--max-memory)" in err
     assert "Traceback" not in err and "internal error" not in err
+
+
+def test_a_deadline_that_lands_inside_an_import_is_still_the_limit(capsys):
+    """The timeout's signal may arrive while a pass module is imported during a slow compile;
+    Python wraps it ("Error calling __set_name__ ..."), which was an internal error, exit 70."""
+    from hpgrem.driver.cli import _guard
+    from pam.errors import LimitExceeded
+
+    def compile_hit_by_the_deadline():
+        try:
+            raise LimitExceeded("time limit of 0.5 s exceeded (--timeout 0.5)")
+        except LimitExceeded as e:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from e
+
+    assert _guard(compile_hit_by_the_deadline, None) == 4
+    assert "--timeout 0.5" in capsys.readouterr().err
+    with pytest.raises(RuntimeError):  # any other RuntimeError is still a bug, reported as one
+        _guard(lambda: (_ for _ in ()).throw(RuntimeError("a bug")), None)

@@ -526,6 +526,17 @@ def _tensor_command(argv: list[str]) -> int:
     return status
 
 
+def _cause_of_kind(error: BaseException, kind: type) -> BaseException | None:
+    """The exception of `kind` that `error` was raised from or while handling, if any."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, kind):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
 def _guard(run, goal: str | None) -> int:
     """Run a command, turning every user error into its message and exit status."""
     from frontend.diagnostics import CompileError
@@ -542,6 +553,14 @@ def _guard(run, goal: str | None) -> int:
     except UsageError as e:
         print(f"hpgrem: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except RuntimeError as e:
+        # The deadline's signal may land inside an import (a pass loaded lazily while a slow
+        # compile runs), which Python wraps: e.g. "Error calling __set_name__ ..." caused by it.
+        limit = _cause_of_kind(e, LimitExceeded)
+        if limit is None:
+            raise
+        print(f"hpgrem: error: {limit}", file=sys.stderr)
+        return EXIT_LIMIT
     except KeyboardInterrupt:
         print("hpgrem: interrupted", file=sys.stderr)
         return 130
