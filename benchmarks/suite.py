@@ -212,6 +212,7 @@ BENCHMARKS: dict[str, Callable[[int], list[Row]]] = {
     "nrev30": bench_nrev30,
     "queens8": lambda opt: _timed("queens8", "queens.par", "queens", opt),
     "primes": lambda opt: _timed("primes", "primes.par", "primes", opt),
+    "allqueens8": lambda opt: _timed("allqueens8", "allqueens.par", "allqueens", opt),  # set/3 vs findall/3
     "fib25": lambda opt: bench_ml("fib25", opt),
     "tak": lambda opt: bench_ml("tak", opt),
     "nqueens8": lambda opt: bench_ml("nqueens8", opt),
