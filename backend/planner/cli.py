@@ -200,8 +200,9 @@ def run_plan(args: argparse.Namespace, model: ModelConfig | None, gpus: int, hw:
         zero_init = None if args.zero_init is None else bool(args.zero_init)
         result = estimate(layout.zero, layout.offload, total_params, largest_layer, gpn, nodes, zero_init)
         out["estimator"] = estimate_json(layout.zero, result, gpn, nodes, zero_init)
+        built = f", zero_init {int(zero_init is not False)}" if layout.zero == 3 else ""
         text.append(f"DeepSpeed ZeRO-{layout.zero} estimator ({nodes} node(s) x {gpn} GPUs, "
-                    f"offload {layout.offload}): {result.gpu_bytes / 2**30:.2f} GiB per GPU, "
+                    f"offload {layout.offload}{built}): {result.gpu_bytes / 2**30:.2f} GiB per GPU, "
                     f"{result.cpu_bytes / 2**30:.2f} GiB host memory per node")
     if args.zero_init is not None and args.estimator != "deepspeed":
         raise PlanError("--zero-init is an option of --estimator deepspeed")
