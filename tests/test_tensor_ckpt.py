@@ -148,6 +148,43 @@ def test_a_manifest_that_is_not_json_or_a_shard_linked_outside_the_folder_is_ref
         read_checkpoint(folder)
 
 
+def _replace_shard(folder: str, name: str, data: bytes) -> None:
+    """A shard file replaced, and the manifest made to agree with it (size and checksum): only
+    the file's contents can then refuse it."""
+    import hashlib
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data)
+    _edit_manifest(folder, lambda b: b["files"][name].update(bytes=len(data),
+                                                             sha256=hashlib.sha256(data).hexdigest()))
+
+
+def test_a_shard_whose_checksum_matches_is_still_read_with_care(tmp_path):
+    import io
+    import zipfile
+    Writer(str(tmp_path), keep=1, ranks=2, meta=META).save(1, states(1.0))
+    folder = step_dir(str(tmp_path), 1)
+    compressed = io.BytesIO()
+    np.savez_compressed(compressed, wte=np.zeros((3, 4), np.float32), **{"m.wte": np.zeros((3, 4), np.float32)})
+    _replace_shard(folder, "rank-00000.npz", compressed.getvalue())
+    with pytest.raises(Invalid, match="'wte' is compressed"):
+        read_checkpoint(folder)
+    huge = io.BytesIO()  # a header claiming 10^12 floats, over 16 bytes of data
+    with zipfile.ZipFile(huge, "w") as z:
+        header = io.BytesIO()
+        np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
+                                                      "shape": (1000000, 1000000)})
+        z.writestr("wte.npy", header.getvalue() + bytes(16))
+        z.writestr("m.wte.npy", b"")
+    _replace_shard(folder, "rank-00000.npz", huge.getvalue())
+    _edit_manifest(folder, lambda b: b["tensors"]["wte"].update(shape=[1000000, 1000000]))
+    with pytest.raises(Invalid, match="'wte' claims more bytes than its file holds"):
+        read_checkpoint(folder)
+    with open(os.path.join(folder, MANIFEST), "w") as f:
+        f.write("[" * 100000 + "]" * 100000)
+    with pytest.raises(Invalid, match="nests too deeply|is not JSON"):
+        read_checkpoint(folder)
+
+
 @pytest.mark.parametrize("damage, why", [
     (lambda data: data[:len(data) // 2], "has .* bytes, the manifest says .* \\(truncated or changed\\)"),
     (lambda data: data[:100] + bytes([data[100] ^ 1]) + data[101:], "does not match its SHA-256 checksum"),

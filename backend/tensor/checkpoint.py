@@ -29,12 +29,14 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import shutil
 import sys
 import tempfile
 import threading
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -45,6 +47,7 @@ from hpgrem.driver.pipeline import UsageError
 FORMAT = "hpgrem-checkpoint"
 VERSION = 1
 MANIFEST = "manifest.json"
+MANIFEST_LIMIT = 64 << 20  # bytes: a manifest is read whole, so its size is bounded first
 DTYPES = ("float32", "float64")
 _STEP_DIR = re.compile(r"step-(\d{8})")
 _SHARD = re.compile(r"rank-(\d{5})\.npz")
@@ -319,10 +322,14 @@ def _int(value, what: str, least: int = 0) -> int:
 
 def parse_manifest(text: bytes) -> Manifest:
     """The manifest in `text`, checked field by field (it is untrusted input); Invalid if not."""
+    if len(text) > MANIFEST_LIMIT:
+        raise Invalid(f"{MANIFEST} is larger than {MANIFEST_LIMIT >> 20} MiB")
     try:
         body = json.loads(text.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise Invalid(f"{MANIFEST} is not JSON: {e}") from None
+    except RecursionError:
+        raise Invalid(f"{MANIFEST} nests too deeply") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT:
         raise Invalid(f"{MANIFEST} is not an {FORMAT} manifest")
     if body.get("version") != VERSION:
@@ -380,7 +387,7 @@ def read_checkpoint(folder: str) -> Checkpoint:
     if not os.path.isfile(path):
         raise Invalid(f"no {MANIFEST} (the checkpoint did not complete)")
     try:
-        manifest = parse_manifest(_read_limited(path, 64 << 20))
+        manifest = parse_manifest(_read_limited(path, MANIFEST_LIMIT))
     except OSError as e:
         raise Invalid(f"cannot read {MANIFEST}: {e.strerror or e}") from None
     values: dict[str, np.ndarray] = {}
@@ -401,10 +408,7 @@ def read_checkpoint(folder: str) -> Checkpoint:
         if hashlib.sha256(data).hexdigest() != entry.sha256:
             raise Invalid(f"{name} does not match its SHA-256 checksum (corrupted)")
         try:
-            with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
-                for tensor, t in manifest.tensors.items():
-                    if t.file == name:
-                        values[tensor] = _checked_array(arrays, tensor, t, name)
+            values.update(_read_shard(data, name, {n: t for n, t in manifest.tensors.items() if t.file == name}))
         except Invalid:
             raise
         except Exception as e:  # a file whose checksum matches a manifest that lies about it
@@ -412,14 +416,32 @@ def read_checkpoint(folder: str) -> Checkpoint:
     return Checkpoint(folder, manifest, values)
 
 
-def _checked_array(arrays, tensor: str, t: TensorEntry, name: str) -> np.ndarray:
-    if tensor not in arrays.files:
-        raise Invalid(f"{name} lacks the tensor {tensor!r}")
-    value = arrays[tensor]
-    if value.shape != t.shape or str(value.dtype) != t.dtype:
-        raise Invalid(f"{name}: tensor {tensor!r} is {value.dtype}{list(value.shape)}, the manifest says "
-                      f"{t.dtype}{list(t.shape)}")
-    return value
+def _read_shard(data: bytes, name: str, tensors: dict[str, TensorEntry]) -> dict[str, np.ndarray]:
+    """The tensors of one shard file. Each array's header is read first: its members must be
+    stored uncompressed and hold what the manifest says, so an array is only allocated when
+    the file really holds its bytes (no zip bomb, no header claiming a huge shape)."""
+    out = {}
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        for tensor, t in tensors.items():
+            try:
+                info = z.getinfo(tensor + ".npy")
+            except KeyError:
+                raise Invalid(f"{name} lacks the tensor {tensor!r}") from None
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise Invalid(f"{name}: tensor {tensor!r} is compressed (hpgrem writes them stored)")
+            with z.open(info) as f:
+                version = np.lib.format.read_magic(f)
+                read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) \
+                    else np.lib.format.read_array_header_2_0
+                shape, _, dtype = read_header(f)
+                if shape != t.shape or str(dtype) != t.dtype:
+                    raise Invalid(f"{name}: tensor {tensor!r} is {dtype}{list(shape)}, the manifest says "
+                                  f"{t.dtype}{list(t.shape)}")
+                if math.prod(shape) * dtype.itemsize > info.file_size:
+                    raise Invalid(f"{name}: tensor {tensor!r} claims more bytes than its file holds")
+            with z.open(info) as f:
+                out[tensor] = np.lib.format.read_array(f, allow_pickle=False)
+    return out
 
 
 def latest(root: str, report: Callable[[str], None] | None = None) -> Checkpoint | None:
