@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from backend.tensor.checkpoint import CheckpointError, Writer, latest
+from backend.tensor.checkpoint import Checkpoint, CheckpointError, Writer, latest
 from backend.tensor.faults import Failure, PeerCopies, Recovery, disk_read_s
 from backend.tensor.job_state import local_states, restore
 
@@ -80,7 +80,7 @@ class RunCheckpoints:
             lost += self.peers.gather_s()
         else:
             self.close()
-            found = latest(self.root)
+            found = self._newest()
             if found is None:
                 raise CheckpointError(f"PE {f.pe} failed in step {step} before any peer copy or checkpoint "
                                       "was taken: nothing to recover from")
@@ -102,11 +102,24 @@ class RunCheckpoints:
         """Load the newest complete checkpoint into the job; the step it was taken after (0
         when there is none: the run starts from the beginning)."""
         rank0 = self.comm is None or self.comm.Get_rank() == 0
-        found = latest(self.root, None if rank0 else (lambda text: None))
+        found = self._newest()
         if found is None:
             if rank0:
                 print(f"hpgrem: no complete checkpoint in {self.root}: starting at step 1", file=sys.stderr)
             return 0
+        restore(self.job, found.values)
+        self.job.steps_done = found.manifest.step
+        if rank0:
+            print(f"hpgrem: resumed from {found.path} (step {found.manifest.step})", file=sys.stderr)
+        return found.manifest.step
+
+    def _newest(self) -> Checkpoint | None:
+        """The newest complete checkpoint, checked to be of this run's model, dtype, seed and
+        data (rank 0 alone reports the ones skipped)."""
+        rank0 = self.comm is None or self.comm.Get_rank() == 0
+        found = latest(self.root, None if rank0 else (lambda text: None))
+        if found is None:
+            return None
         m = found.manifest
         for key, theirs in (("model", m.model), ("dtype", m.dtype), ("seed", m.seed), ("data", m.data)):
             if theirs != self.meta[key]:
@@ -117,11 +130,7 @@ class RunCheckpoints:
         if missing or wrong:
             raise CheckpointError(f"{found.path} does not hold this model's state "
                                   f"({'missing ' + missing[0] if missing else 'shape of ' + wrong[0]})")
-        restore(self.job, found.values)
-        self.job.steps_done = m.step
-        if rank0:
-            print(f"hpgrem: resumed from {found.path} (step {m.step})", file=sys.stderr)
-        return m.step
+        return found
 
     def close(self) -> None:
         """Complete the checkpoint being written, if any."""
