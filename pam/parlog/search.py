@@ -664,3 +664,4 @@ def _deliver(pe, t: SearchTask, instance) -> None:
         t.tail = tail.tail
     else:
         raise ProgramFailure("failed: the list is not a list", t.describe(), t.site)
+    t.args = (t.tail, *t.args[1:])  # the cells before it are the consumer's to hold, or drop
