@@ -51,6 +51,13 @@ class PE:
         # Other event sources, polled at every turn of the driver (pam.driver): each returns
         # True while it waits for an event outside the PE (the PE is then not passive).
         self.hooks: list = []
+        # A runtime's failure boundary: boundary(task, failure) is True when it contained the
+        # failure of `task` (the task whose step raised it: `failed`), which then ends no run.
+        self.boundary = None
+        # the task paused with `paused_left` reductions of its time slice still to run
+        self.paused: Task | None = None
+        self.paused_left = SLICE
+        self.failed: Task | None = None
 
     # -- variables --------------------------------------------------------------------------
     def new_var(self, owner: int) -> Var:
@@ -224,9 +231,42 @@ class PE:
         else:
             self.net.export_task(task, target)
 
+    def pause(self, task: Task, left: int, paused: bool) -> None:
+        """The running `task` stops: at a pause for limits or messages it resumes first, and
+        keeps what is `left` of its time slice across the pause (so an endless goal still lets
+        others run between batches); as a kind that resumes first always does. Otherwise its
+        time slice is up: to the back of the queue."""
+        if task.resume_first:
+            self.ready.append(task)
+        elif paused and left > 0:
+            self.ready.append(task)
+            self.paused, self.paused_left = task, left
+        else:
+            self.ready.appendleft(task)
+
     def run(self, budget: int | None = None) -> int:
         """Reduce until no task is ready, or `budget` steps have run; returns the steps run.
-        Raises ProgramFailure or LimitExceeded."""
+        Raises ProgramFailure or LimitExceeded. A failure that a runtime's `boundary` contains
+        (a PARLOG call/3's sub-computation) ends only what it bounds, and the loop goes on."""
+        return self._bounded(self._run, budget)
+
+    def run_traced(self, budget: int | None = None) -> int:
+        """`run` in a traced run (`_run_traced`)."""
+        return self._bounded(self._run_traced, budget)
+
+    def _bounded(self, reduce, budget: int | None) -> int:
+        start = self.steps
+        while True:
+            try:
+                reduce(None if budget is None else max(1, budget - (self.steps - start)))
+                return self.steps - start
+            except ProgramFailure as failure:
+                if self.boundary is None or not self.boundary(self.failed, failure):
+                    raise
+                if budget is not None and self.steps - start >= budget:
+                    return self.steps - start
+
+    def _run(self, budget: int | None = None) -> int:
         ready = self.ready
         pop = ready.pop
         stats = self.stats
@@ -248,7 +288,11 @@ class PE:
         try:
             while ready:
                 t = pop()
-                slice_left = SLICE if next_check - calls >= SLICE else max(1, next_check - calls)
+                full = SLICE
+                if t is self.paused:
+                    full, self.paused = self.paused_left, None
+                slice_left = full if next_check - calls >= full else max(1, next_check - calls)
+                first = slice_left
                 while True:
                     calls += 1
                     proc = t.proc
@@ -279,12 +323,7 @@ class PE:
                     t = r  # it continues
                     slice_left -= 1
                     if slice_left <= 0:
-                        # a pause for limits or messages: resume it first, as a kind that
-                        # resumes first always does; otherwise its time slice is up: to the back
-                        if calls >= next_check or t.resume_first:
-                            ready.append(t)
-                        else:
-                            ready.appendleft(t)
+                        self.pause(t, full - (first - slice_left), calls >= next_check)
                         break
                 if calls >= next_check:
                     if limit is not None and calls >= limit:
@@ -298,6 +337,7 @@ class PE:
                     if limit is not None:
                         next_check = min(next_check, limit)
         except ProgramFailure as failure:
+            self.failed = t
             if failure.goal is None and t is not None:
                 failure.goal = t.describe()
                 failure.span = failure.span or t.site
@@ -311,7 +351,7 @@ class PE:
             self.instructions += instructions
         return calls
 
-    def run_traced(self, budget: int | None = None) -> int:
+    def _run_traced(self, budget: int | None = None) -> int:
         """`run` in a traced run (pam.trace): the same schedule, step for step (so the same
         reductions, virtual time and messages), reporting each step to `self.tracer`. A step
         that does not report its own reductions (`proc.traced`) is reported as one rewrite when
@@ -334,7 +374,11 @@ class PE:
         try:
             while ready:
                 t = ready.pop()
-                slice_left = SLICE if next_check - calls >= SLICE else max(1, next_check - calls)
+                full = SLICE
+                if t is self.paused:
+                    full, self.paused = self.paused_left, None
+                slice_left = full if next_check - calls >= full else max(1, next_check - calls)
+                first = slice_left
                 while True:
                     calls += 1
                     proc = t.proc
@@ -371,10 +415,7 @@ class PE:
                     t = r
                     slice_left -= 1
                     if slice_left <= 0:
-                        if calls >= next_check or t.resume_first:
-                            ready.append(t)
-                        else:
-                            ready.appendleft(t)
+                        self.pause(t, full - (first - slice_left), calls >= next_check)
                         break
                 if calls >= next_check:
                     if limit is not None and calls >= limit:
@@ -389,6 +430,7 @@ class PE:
                         next_check = min(next_check, limit)
             tracer.mark = self.instructions  # the batch is over: the driver advances the clock
         except ProgramFailure as failure:
+            self.failed = t
             if failure.goal is None and t is not None:
                 failure.goal = t.describe()
                 failure.span = failure.span or t.site

@@ -1,7 +1,7 @@
 """prune-unreachable: drop relations and functions the entry can never reach (most of the
 prelude, usually, PARLOG's or ML's).
 
-A reachable `call/1` can reach any relation by name at run time, so then no relation is dropped.
+A reachable `call/1` or `call/3` can reach any relation by name at run time, so then no relation is dropped.
 An ML function is reached by a call or by making a closure of it.
 """
 
@@ -39,7 +39,7 @@ def _reachable_relations(module: Module) -> dict | None:
         for group in rel.groups:
             for clause in group:
                 for call in (*clause.guard, *calls_in(clause.body)):
-                    if call.target == "call/1":
+                    if call.target in ("call/1", "call/3"):
                         return None
                     if call.target in module.rules and call.target not in seen:
                         seen.add(call.target)

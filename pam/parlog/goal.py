@@ -34,7 +34,9 @@ class GoalKind:
     name = "goal"
     task_class = Goal
 
-    def __init__(self, costs=None) -> None:
+    def __init__(self, costs=None, subcomputations=None) -> None:
+        # the PE's call/3 sub-computations, whose goals stay on their PE (pam/parlog/subcomp.py)
+        self.subcomputations = subcomputations
         # The run-time threshold of node lifting (hpgrem/passes/lift.py), in instructions.
         self.threshold = 0.0 if costs is None else LIFT_MESSAGES * (
             costs.hop_startup + LIFT_MESSAGE_BYTES * costs.byte_one_way) / costs.instruction
@@ -45,6 +47,8 @@ class GoalKind:
         that size promises outweighs the messages."""
         proc = goal.proc
         if not proc.exportable or not all(type(deref(goal.args[k])) is not Var for k in proc.needs):
+            return False
+        if self.subcomputations is not None and not self.subcomputations.exportable(goal):
             return False
         lift = getattr(proc, "lift", None)
         if lift is None:

@@ -30,6 +30,7 @@ from hpgrem.ir import Struct as IRStruct
 from hpgrem.ir import Var as IRVar
 from hpgrem.ir import Atom, Float, Int
 from pam.errors import ProgramFailure
+from pam.parlog.goal import Goal
 from pam.pe import SLICE
 from pam.step import WaitAll, declare
 from pam.task import AndGroup, Task
@@ -151,6 +152,24 @@ def unbound_local_vars(values) -> list[Var]:
     return list(found.values())
 
 
+def detach(suspended, task: Task) -> None:
+    """Undo the suspension of `task`: out of its variables' suspension lists and of
+    `suspended` (a PE's table, or the PE itself), so that no binding wakes it."""
+    if not isinstance(suspended, dict):
+        suspended = suspended.suspended
+    waits = task.waits
+    variables = waits.variables if type(waits) is WaitAll else waits or ()
+    waiter = waits if type(waits) is WaitAll else task
+    for v in variables:
+        s = v.susp
+        if type(s) is list and waiter in s:
+            s.remove(waiter)
+            if not s:
+                v.susp = None
+    task.waits = None
+    suspended.pop(task, None)
+
+
 class Guards:
     """The deep guards of one PE: runs by calling task and clause."""
 
@@ -212,7 +231,6 @@ class Guards:
         return run
 
     def _goal(self, call: Call, env: list) -> Task:
-        from pam.parlog.goal import Goal
         return Goal(self.lookup(call.target), tuple(build_term(a, env) for a in call.args), None, call.span)
 
     def _slice(self, task: GuardTask):
@@ -335,20 +353,12 @@ class Guards:
                     found[id(v)] = v
         return list(found.values())
 
-    def _unpark(self, run: GuardRun) -> None:
+    @staticmethod
+    def _unpark(run: GuardRun) -> None:
         """Take the run's suspended goals out of the call's variables' suspension lists: the
         run is over, and a binding by the caller must not wake them."""
-        for t in run.suspended:
-            waits = t.waits
-            variables = waits.variables if type(waits) is WaitAll else waits or ()
-            waiter = waits if type(waits) is WaitAll else t
-            for v in variables:
-                s = v.susp
-                if type(s) is list and waiter in s:
-                    s.remove(waiter)
-                    if not s:
-                        v.susp = None
-        run.suspended.clear()
+        for t in list(run.suspended):
+            detach(run.suspended, t)
         run.ready.clear()
 
     def _finish(self, run: GuardRun, outcome) -> None:

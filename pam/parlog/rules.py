@@ -26,6 +26,7 @@ from pam.emit import Emitter
 from pam.errors import ProgramFailure
 from pam.parlog.goal import Goal, GoalKind
 from pam.parlog.guards import Guards
+from pam.parlog.subcomp import Subcomputations
 from pam.parlog.notes import COST, EXPORTABLE
 from pam.parlog.relation_code import RelationCode, Shape
 from pam.step import declare
@@ -225,6 +226,7 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
     if tracer is not None:
         run_here = traced_run_here(pe, counting)
     guards = Guards(pe, lambda key: procs.get(key) or prims["procs"][key])
+    prims["procs"]["call/3"] = Subcomputations(pe, prims["procs"]["call/1"], guards).call3
     runtime = {
         "Var": RVar, "Struct": RStruct, "Cons": Cons, "Goal": goal, "Seq": Seq, "Placed": Placed,
         "declare": declare, "deref": deref,
@@ -341,7 +343,7 @@ class ParlogRuntime:
         steps = self.steps[pe.number] = load(self.module, pe, self.compiler)
         if pe.net is not None:
             costs = getattr(getattr(pe.net.transport, "sim", None), "costs", DEFAULT)
-            pe.net.add_kind(GoalKind(costs))
+            pe.net.add_kind(GoalKind(costs, pe.boundary))
         return steps
 
     def entry_task(self, pe, outputs: list) -> Goal:
