@@ -14,6 +14,7 @@ collective's outputs over its bucket, is counted once the buffer is released).
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 CATEGORIES = ("parameters", "gradients", "optimizer", "activations", "communication")
@@ -21,6 +22,9 @@ CATEGORIES = ("parameters", "gradients", "optimizer", "activations", "communicat
 
 GRAD = "grad."
 NEW = "new."
+MICRO_BATCH = re.compile(r"mb\d+\.(?=grad\.)")
+"""A pipeline's micro-batch prefix of a gradient ("mb1.grad.<param>": that micro-batch's
+contribution, a gradient like the sum it is added into)."""
 
 
 GATHERED = frozenset({"gathered", "full"})
@@ -30,12 +34,14 @@ GATHERED = frozenset({"gathered", "full"})
 
 def category_of(name: str, params: frozenset[str], states: frozenset[str]) -> str:
     """The category of the value `name`. "grad.<param>" and what the passes build it from or
-    into ("grad.<param>.part", ".local", ".flat", ...) are gradients; a state (AdamW's
+    into ("grad.<param>.part", ".local", ".flat", ...) and a micro-batch's contribution
+    "mb<k>.grad.<param>" are gradients; a state (AdamW's
     "m.<param>", "v.<param>"), its update "new.<state>" and their pieces are optimizer state; a
     parameter, its update "new.<param>" and their pieces ("<param>.chunk", ...) are parameters,
     except a whole parameter gathered from ZeRO-3 shards ("<param>.gathered", ".full"), which is
     communication (the planner's gathered-layer buffers); everything else (inputs, forward
     values, activations' gradients, scalars) is an activation."""
+    name = MICRO_BATCH.sub("", name, count=1) if name.startswith("mb") else name
     if name.startswith(GRAD):
         return "gradients" if _names_one_of(name[len(GRAD):], params) else "activations"
     new = name.startswith(NEW)

@@ -33,6 +33,14 @@ from pam.tensor.memory import MemoryMeter, category_of, nbytes
 from pam.tensor.offload import TRANSFERS
 from pam.terms import Var
 
+FRESH = frozenset({"add", "matmul", "embedding_grad"})
+"""Kernels whose result is always a new array of its own (never an input returned as is)."""
+
+
+def add_into(total: np.ndarray, contribution: np.ndarray) -> np.ndarray:
+    """`total + contribution` written into `total` (the same bits as the `add` kernel's)."""
+    return np.add(total, contribution, out=total)
+
 T800_FLOPS = 1.5e6  # a T800-20's sustained floating point rate: kernels keep its balance with its links
 OP_COST = 10  # instructions of the PE loop's own work for one kernel call (the kernel's FLOPs are charged apart)
 COLLECTIVE_COST = 20  # instructions of one turn of a collective (starting it, or taking one part)
@@ -169,6 +177,7 @@ class Plan:
         kept = self.kept
         self.in_place = frozenset(s.output for s in self.steps if type(s) is KernelCall
                                   and any(kept[slot] for _, slot in s.parts))
+        self.accumulating = self.accumulating_adds()
         self.host = [False] * self.size  # held in the host store (tensor-offload), not on the device
         for op in graph.ops:
             if op.op == "fetch":
@@ -176,6 +185,35 @@ class Plan:
             elif op.op == "evict":
                 self.host[self.slot[op.name]] = True
         self.fetches = frozenset(s.output for s in self.steps if type(s) is KernelCall and s.op == "fetch")
+
+    def accumulating_adds(self) -> dict[int, int]:
+        """The outputs (to their first input) of the `add`s that sum a parameter's gradient
+        contributions (a tied weight's two, a pipeline's micro-batches'): each adds into its
+        first input, as a framework accumulates `.grad` in place (the running sum, the
+        contribution and a new sum never coexist). That input must be an array no other value
+        shares (`owned`) of the output's shape and dtype; whether it dies at the add is checked
+        when the add runs. Called again once a pipeline's sends count as readers."""
+        values = {v.name: v for v in (*self.graph.persistent, *self.graph.inputs, *self.graph.ops)}
+        calls = {s.output: s for s in self.steps if type(s) is KernelCall}
+        names = sorted(self.slot, key=self.slot.__getitem__)
+
+        def owned(slot: int) -> bool:
+            call = calls.get(slot)
+            if call is None or self.kept[slot]:
+                return False
+            if call.op == "reshape":  # a view of its input, alone if nothing else reads that
+                return self.readers[call.inputs[0]] == 1 and owned(call.inputs[0])
+            return call.op in FRESH
+
+        out = {}
+        for s in self.steps:
+            if type(s) is not KernelCall or s.op != "add" or self.category[s.output] != "gradients":
+                continue
+            x, y, z = (values[names[i]] for i in (*s.inputs, s.output))
+            if owned(s.inputs[0]) and self.readers[s.inputs[0]] == 1 \
+                    and x.shape == y.shape == z.shape and x.dtype == y.dtype == z.dtype:
+                out[s.output] = s.inputs[0]
+        return out
 
 
 class OpTask(Task):
@@ -343,6 +381,8 @@ class TensorRuntime:
                 if s.action.kind == "send":  # a send reads its values: they live until it
                     for i in s.slots:
                         self.plan.readers[i] += 1
+            # a simulated receiver may hold a sent array itself: never add into one
+            self.plan.accumulating = self.plan.accumulating_adds()
         self.flops_per_s = flops_per_s
         self.costs = costs
         self.counting = counting
@@ -359,7 +399,7 @@ class TensorRuntime:
         replica.release = self.release
         counting = self.counting
         counters = pe.stats.counters
-        in_place_outputs = self.plan.in_place
+        in_place_outputs, accumulating = self.plan.in_place, self.plan.accumulating
         budget, fetches = self.device_budget, self.plan.fetches
         per_flop = 1.0 / (self.flops_per_s * self.costs.instruction)
 
@@ -383,22 +423,25 @@ class TensorRuntime:
             slots = replica.slots
             clock = replica.clock
             began = perf_counter()
-            value = k.run(k.attrs, *[slots[i].val for i in k.inputs])
+            accumulate = k.output in accumulating and replica.pending[k.inputs[0]] == 1
+            value = add_into(*[slots[i].val for i in k.inputs]) if accumulate and replica.release \
+                else k.run(k.attrs, *[slots[i].val for i in k.inputs])
             clock.kernel_wall += perf_counter() - began
             pe.charge(k.instructions)
             clock.compute_instr += k.instructions
             clock.kernels += 1
             if counting:
                 counters["kernels"] += 1
-            in_place = k.output in in_place_outputs
-            if in_place:
+            in_place = k.output in in_place_outputs or (
+                k.op == "reshape" and value.base is not None and replica.pending[k.inputs[0]] == 1)
+            if in_place or accumulate:  # the output takes the place of an input that dies here
                 replica.consumed(k.inputs)
             pe.bind(slots[k.output], value)
             replica.produced(k.output, value)
             for index, slot in k.parts:
                 pe.bind(slots[slot], value[index])
                 replica.produced(slot, value[index])
-            if not in_place:
+            if not (in_place or accumulate):
                 replica.consumed(k.inputs)
 
         allreduce = (SimAllReduce if self.comms is None else MPIAllReduce)(replica, pe, per_flop, self.comms)
