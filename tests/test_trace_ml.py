@@ -47,6 +47,17 @@ MIXED = ("fun sum (xs, acc) = case xs of [] => acc | x :: r => sum (r, acc + x)\
          "val _ = print (Int.toString (sum (xs, 0) + count 5 + down 300 + safe 1 + safe 3) ^ \"\\n\")\n")
 
 
+# exceptions that leave blocks of direct code before all the calls counted at their start are
+# made (-O2, ml-batch-counts): through a handler, out of a loop, out of the program's frames
+EVAL = (ROOT / "examples" / "ml" / "eval.sml").read_text()
+ABORTS = ("exception Z\n"
+          "fun f n = if n = 0 then raise Z else f (n - 1) + f (n - 1) + 1\n"
+          "fun g n = (f n + f n) handle Z => 1\n"
+          "fun walk (n, acc) = if n = 0 then acc else walk (n - 1, acc + g 2 + (f 0 handle Z => 2))\n"
+          "fun h n = (if n > 3 then f 0 else n) + h (n + 1)\n"
+          'val _ = print (Int.toString (walk (3, 0) + (h 0 handle Z => 5)) ^ "\\n")\n')
+
+
 def traced_run(text: str, opt: int, pes: int, file: str = "t.sml"):
     """(untraced stats, traced stats, the traced run's stream as JSON lines, its output)."""
     from pam.machine import Machine
@@ -67,7 +78,8 @@ def events(lines: list[str]) -> list[dict]:
 
 
 @pytest.mark.parametrize("opt", [0, 2])
-@pytest.mark.parametrize("name, text, pes", [("fib", FIB, 1), ("mixed", MIXED, 1), ("par", PAR, 4)])
+@pytest.mark.parametrize("name, text, pes", [("fib", FIB, 1), ("mixed", MIXED, 1), ("par", PAR, 4),
+                                            ("eval", EVAL, 1), ("aborts", ABORTS, 1)])
 def test_rewrites_are_the_reductions_stats_counts(name, text, pes, opt):
     plain, traced, lines, _ = traced_run(text, opt, pes)
     per_pe = [0] * pes

@@ -14,8 +14,11 @@ stack as before (issue 15: only functions with a depth-bounded copy had one, so 
 The banked count is still checked every 16,384 calls, so --timeout, --max-steps and deep
 recursion hold as before.
 
-Counter effect: the same reductions, except that a block whose code raises before all its
-calls are made still counts them all.
+Counter effect: the same reductions. An ML exception that leaves a block before all its
+calls are made takes back those not made: each counted call is marked in the source, and the
+`except` of the function (or of a handler's `try`) subtracts the calls that end after the
+instruction the exception left at (`unrun`, pam/ml/loader.py); Python's `try` costs nothing
+until something raises.
 """
 
 from __future__ import annotations

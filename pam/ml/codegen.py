@@ -39,6 +39,10 @@ LONG = 400  # characters of one generated expression before it is split into sta
 MAX_DEPTH = 40
 MAX_BLOCKS = 8
 MANY_CASES = 64  # a switch of more constant cases goes through a table (table_switch)
+# Marks in the source while it is built (batched counts), removed by `resolve_marks`: CALL n
+# OPEN text CLOSE around a counted call; a line REGION + b/e n: block n starts/ends (its count
+# at its start); REGION + r/q n: region n (a function's body, a handler's `try` body) starts/ends.
+CALL, OPEN, CLOSE, REGION = "\x01", "\x02", "\x03", "\x04"
 
 # Inline templates of primitives of two arguments, by op; `{t}` is a fresh temporary.
 _CHECKED = "({t} if -4611686018427387904 <= ({t} := {a} {o} {b}) <= 4611686018427387903 else ovf())"
@@ -129,13 +133,28 @@ class FunctionCompiler:
             out.emit("while True:")
             out.depth += 1
             self.blocks += 1
+        first = self.a.marks.calls
         self.open_count()
         self.ret(self.fn.body)
         self.close_count()
+        self.guard(first)
         if self.mode == "gen":
             out.depth = 1
             out.emit("if 0: yield")
         return "\n\n".join(["\n".join([head, *out.lines]), *self.helpers])
+
+    def guard(self, first: int) -> None:
+        """With batched counts, when the function (`first`: the count of marked calls before
+        it) made any: wrap its body so that an ML exception leaving it takes back the calls
+        that its blocks counted at their start and never made (`unrun`, pam/ml/loader.py)."""
+        if self.a.marks.calls == first:
+            return
+        region = self.a.marks.region()
+        out = self.out
+        out.lines = ["    try:", f"{REGION}r{region}",
+                     *("    " + line for line in out.lines),
+                     f"{REGION}q{region}", "    except Packet as _x:",
+                     f"        calls[0] -= unrun(_x, R{region})", "        raise"]
 
     def local_params(self) -> str:
         """The function's parameters as a Python tuple (their values now)."""
@@ -174,6 +193,7 @@ class FunctionCompiler:
                       - {x.name for x in ir.walk(e) if isinstance(x, (ir.Let, ir.Handle))})
         params = (["d"] if self.mode == "direct" else []) + [self.local(n) for n in free]
         sub = FunctionCompiler(self.a, self.info, self.constants, self.mode, root)
+        first = self.a.marks.calls
         sub.open_count()
         if tail:
             sub.ret(e)
@@ -182,6 +202,7 @@ class FunctionCompiler:
             sub.assign(e, result)
             sub.out.emit(f"return {result}")
         sub.close_count()
+        sub.guard(first)
         if self.mode == "gen":
             sub.out.emit("if 0: yield")
         root.helpers[slot] = "\n".join([f"def {name}({', '.join(params)}):", *sub.out.lines])
@@ -237,12 +258,12 @@ class FunctionCompiler:
                 params = [self.local(p) for p in self.fn.params]
                 if params:
                     out.emit(f"{', '.join(params)} = {', '.join(args)}")
-                if self.a.batch_counts:  # the iteration counts with its block
-                    self.count_call(False)
+                self.traced(self.local_params())
+                if self.a.batch_counts:  # the iteration counts with its block, made here
+                    out.emit(self.counted(self.count_call(False), "continue"))
                 else:
                     out.emit(TICK)
-                self.traced(self.local_params())
-                out.emit("continue")
+                    out.emit("continue")
             else:
                 out.emit(f"return {self.call_text(callee, args)[1]}")
         elif isinstance(e, ir.Apply) and self.mode == "gen":
@@ -270,7 +291,7 @@ class FunctionCompiler:
             # Direct code may move itself to a heap stack (when `d` is 0) from a block that
             # nothing it did before could tell apart from a fresh call: outside any `try`.
             restart = self.mode == "direct" and self.fresh and self.root is self and not self.handlers
-            self.counts.append(_Count(len(self.out.lines), self.out.depth, restart))
+            self.counts.append(_Count(len(self.out.lines), self.out.depth, restart, self.a.marks.block()))
 
     def close_count(self) -> None:
         if not self.a.batch_counts:
@@ -282,6 +303,7 @@ class FunctionCompiler:
         if c.deeper and c.restart:
             params = ", ".join(self.local(p) for p in self.fn.params)
             lines.append(f"if not d: return {heap_call(f'{self.info.py}({params})', 0, f'{DEPTH} - d', self.a.trace)}")
+        lines.append(f"{REGION}b{c.id}")
         lines.append(f"calls[0] += {c.calls}")
         if self.a.poll:
             lines.append(f"if calls[0] > {POLL}: tick()")
@@ -289,6 +311,7 @@ class FunctionCompiler:
             lines.append("dd = d - 1")
         # inner blocks inserted their lines after `c.at`, so it still marks this block's start
         self.out.lines[c.at:c.at] = ["    " * c.depth + line for line in lines]
+        self.out.lines.append(f"{REGION}e{c.id}")
 
     def count_call(self, deeper: bool) -> _Count:
         """A call of direct code in the current block; `deeper`: one frame deeper (`dd`)."""
@@ -296,6 +319,11 @@ class FunctionCompiler:
         c.calls += 1
         c.deeper |= deeper
         return c
+
+    def counted(self, c: _Count, call: str) -> str:
+        """The text of a call counted with block `c`, marked so that `generate` finds where it
+        ends in the final source (`unrun` tells from that which counted calls were not made)."""
+        return f"{CALL}{self.a.marks.call(c.id)}{OPEN}{call}{CLOSE}"
 
     # ---- statements ---------------------------------------------------------------------------
     def stmt(self, e) -> None:
@@ -365,10 +393,16 @@ class FunctionCompiler:
             self.handlers += 1
             self.fresh = False
             out.emit("try:")
+            first = self.a.marks.calls
+            region = self.a.marks.region()
+            out.emit(f"{REGION}r{region}")
             self.block(lambda: self.assign(e.body, target))
+            out.emit(f"{REGION}q{region}")
             self.handlers -= 1
             out.emit("except Packet as _p:")
             out.depth += 1
+            if self.a.marks.calls != first:  # counted calls the exception kept from being made
+                out.emit(f"calls[0] -= unrun(_p, R{region})")
             self.open_count()
             out.emit(f"{self.local(e.name)} = _p")
             out.emit("_p.__traceback__ = None")
@@ -609,27 +643,29 @@ class FunctionCompiler:
         if not callee.gen:
             return "value", f"{callee.py}({text})"
         if self.mode == "bounded":  # it calls only itself (and plain functions)
+            call = f"{callee.py}_b({text})"
             if self.a.batch_counts:
-                self.count_call(False)
-            return "value", f"{callee.py}_b({text})"
+                call = self.counted(self.count_call(False), call)
+            return "value", call
         if callee.bounded is not None and self.mode == "gen" and not self.info.direct:
             args = [self.atom(a) for a in args]
             text = ", ".join(args)
             pos, limit = callee.bounded
-            if self.a.batch_counts:
-                self.count_call(False)
             entry = f"{callee.py}_d({DEPTH if self.a.batch_counts else 0}, {text})"
-            return "value", f"({callee.py}_b({text}) if {args[pos]} <= {limit} else {entry})"
+            call = f"({callee.py}_b({text}) if {args[pos]} <= {limit} else {entry})"
+            if self.a.batch_counts:
+                call = self.counted(self.count_call(False), call)
+            return "value", call
         if callee.direct and self.a.batch_counts:
             # `d` counts down the Python frames left (`dd` is d - 1, set with the block's count);
             # at 0 the twin runs on a heap stack. The call is counted with its block's others.
             if self.mode == "direct":
-                if self.count_call(True).restart:  # `d` was tested at the block's start
-                    return "value", f"{callee.py}_d(dd, {text})"
-                return "value", f"({callee.py}_d if d else {callee.py}_n)(dd, {text})"
+                c = self.count_call(True)
+                if c.restart:  # `d` was tested at the block's start
+                    return "value", self.counted(c, f"{callee.py}_d(dd, {text})")
+                return "value", self.counted(c, f"({callee.py}_d if d else {callee.py}_n)(dd, {text})")
             if not self.info.direct:
-                self.count_call(False)
-                return "value", f"{callee.py}_d({DEPTH}, {text})"
+                return "value", self.counted(self.count_call(False), f"{callee.py}_d({DEPTH}, {text})")
         if callee.direct and self.mode == "direct":
             if any(not _atomic(a) for a in args):
                 args = [self.atom(a) for a in args]
@@ -702,15 +738,86 @@ class FunctionCompiler:
         return f"({a}, {b})"
 
 
+class Marks:
+    """Numbers for the marked blocks, calls and regions of one module's code."""
+
+    __slots__ = ("blocks", "calls", "regions", "block_of")
+
+    def __init__(self) -> None:
+        self.blocks = self.calls = self.regions = 0
+        self.block_of: dict[int, int] = {}  # call -> its block
+
+    def block(self) -> int:
+        self.blocks += 1
+        return self.blocks
+
+    def call(self, block: int) -> int:
+        self.calls += 1
+        self.block_of[self.calls] = block
+        return self.calls
+
+    def region(self) -> int:
+        self.regions += 1
+        return self.regions
+
+
+def resolve_marks(source: str, marks: Marks, constants: dict) -> str:
+    """`source` without its marks; binds in `constants` each region's table `R<n>`: per block
+    inside it (lines first..last), where its counted calls end in the source (line, column),
+    which `unrun` compares with where an exception left the frame."""
+    lines: list[str] = []
+    blocks: dict[int, list[int]] = {}
+    regions: dict[int, list[int]] = {}
+    ends: dict[int, list[tuple[int, int]]] = {}
+    for raw in source.split("\n"):
+        text = raw.lstrip()
+        if text.startswith(REGION):
+            kind, n = text[1], int(text[2:])
+            if kind in "br":
+                (blocks if kind == "b" else regions)[n] = [len(lines) + 1, 0]
+            else:
+                (blocks if kind == "e" else regions)[n][1] = len(lines)
+            continue
+        if CALL in raw:
+            raw = _strip_calls(raw, len(lines) + 1, marks, ends)
+        lines.append(raw)
+    for n, (first, last) in regions.items():
+        constants[f"R{n}"] = tuple((b0, b1, tuple(ends.get(b, ()))) for b, (b0, b1) in blocks.items()
+                                   if first <= b0 and b1 <= last)
+    return "\n".join(lines)
+
+
+def _strip_calls(raw: str, line: int, marks: Marks, ends: dict) -> str:
+    """One line without its call marks, noting where each marked call ends (UTF-8 column, as
+    Python's code positions count)."""
+    out: list[str] = []
+    open_calls: list[int] = []
+    i = 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == CALL:
+            j = raw.index(OPEN, i)
+            open_calls.append(int(raw[i + 1:j]))
+            i = j + 1
+            continue
+        if ch == CLOSE:
+            n = open_calls.pop()
+            ends.setdefault(marks.block_of[n], []).append((line, len("".join(out).encode())))
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 class _Count:
     """A block of code being emitted, with batched counts: where its count goes (line, depth),
     the calls of direct code counted in it, whether one is a frame deeper (needs `dd`), and
     whether it starts by moving to a heap stack when `d` is 0 (`restart`)."""
 
-    __slots__ = ("at", "depth", "restart", "calls", "deeper")
+    __slots__ = ("at", "depth", "restart", "calls", "deeper", "id")
 
-    def __init__(self, at: int, depth: int, restart: bool):
-        self.at, self.depth, self.restart = at, depth, restart
+    def __init__(self, at: int, depth: int, restart: bool, id: int):
+        self.at, self.depth, self.restart, self.id = at, depth, restart, id
         self.calls = 0
         self.deeper = False
 
@@ -755,6 +862,7 @@ def generate(module: ir.Module, poll: bool = True, trace: bool = False) -> tuple
     could not tell, but they count as their direct twins do)."""
     analysis = Annotations(module)
     analysis.poll = poll
+    analysis.marks = Marks()
     if trace:
         analysis.trace = True
         for info in analysis.info.values():
@@ -774,4 +882,4 @@ def generate(module: ir.Module, poll: bool = True, trace: bool = False) -> tuple
                 parts.append(FunctionCompiler(analysis, info, constants, "bounded").source())
     finally:
         sys.setrecursionlimit(old)
-    return "\n\n".join(parts) + "\n", analysis, constants
+    return resolve_marks("\n\n".join(parts) + "\n", analysis.marks, constants), analysis, constants

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 
 from hpgrem import ir
 from pam.errors import LimitExceeded
@@ -49,7 +50,7 @@ class MLRuntime:
             "G": [None] * len(self.analysis.globals),
             "ovf": _overflow, "idiv": _idiv, "imod": _imod, "rdiv": _rdiv, "assign": _assign,
             "before": _before, "eq": basis.ml_equal, "out": _printer(pe.output),
-            "rw": _untraced if trace is None else trace.inline,
+            "rw": _untraced if trace is None else trace.inline, "unrun": unrun,
         }
         for name, con in BASIS_EXCEPTIONS.items():
             ns[f"X_{name}"] = con
@@ -148,6 +149,24 @@ class MLPlace:
 
 def _untraced(index: int, place: int, values) -> None:
     """`rw` of traced code loaded on a PE that has no tracer: nothing to report."""
+
+
+_POSITIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def unrun(exc: BaseException, table: tuple) -> int:
+    """The calls that blocks of the frame that catches `exc` counted at their start
+    (ml-batch-counts) and that `exc` kept from being made: per block of `table` (a region's,
+    pam/ml/codegen.py) around the instruction `exc` left at, its counted calls that end after it
+    in the source. So --stats counts exactly the reductions made, as the trace's events do."""
+    tb = exc.__traceback__
+    code = tb.tb_frame.f_code
+    positions = _POSITIONS.get(code)
+    if positions is None:
+        positions = _POSITIONS[code] = list(code.co_positions())
+    line, end_line, _, end_col = positions[tb.tb_lasti // 2]
+    at = (end_line, end_col)
+    return sum(1 for first, last, ends in table if first <= line <= last for end in ends if end > at)
 
 
 def _closure_maker(fn, key: str, gen: bool, pure: bool):
