@@ -86,19 +86,23 @@ def test_values_are_released_after_their_last_reader():
     assert result.stats.per_pe[0].memory["peak_total"] < 0.6 * every_value
 
 
-# (layout, the categories that differ from the planner by construction with the range of
-# measured / predicted they keep to; docs/tensor.md, "Memory, recomputation and offload", says why)
+# (layout, the cells not yet within 10% of the plan with the range of measured / predicted
+# they keep to; docs/tensor.md, "Memory, recomputation and offload", says why). Every other
+# cell of every PE is held to TOLERANCE.
 LAYOUTS = [
     (dict(dp=1), {}),
     (dict(dp=2), {}),
     (dict(dp=4), {}),
-    (dict(tp=2), {"gradients": (1.1, 1.2)}),  # wte whole on every tp rank, its two contributions
-    (dict(dp=2, tp=2), {"gradients": (1.1, 1.2)}),
-    (dict(dp=2, zero=1), {"gradients": (0.6, 0.75), "communication": (0.05, 0.15)}),  # one bucket per parameter
-    (dict(dp=2, zero=2), {"gradients": (1.25, 1.45), "communication": (0.05, 0.15)}),
-    (dict(dp=4, zero=3), {"gradients": (1.9, 2.1), "communication": (1.4, 1.7)}),  # every parameter gathered
-    (dict(pp=2, micro_batches=2), {"gradients": (1.15, 1.35), "activations": (1.1, 1.25),
-                                   "communication": (0.0, 0.0)}),  # received values are activations
+    (dict(tp=2), {}),
+    (dict(dp=2, tp=2), {}),
+    (dict(dp=2, zero=1), {}),
+    (dict(dp=2, zero=2), {}),
+    # gradients wait in their buckets for reduce-scatters not yet begun beside the gathered
+    # parameters, more on a PE that runs ahead of its peers (not yet understood; see the docs)
+    (dict(dp=4, zero=3), {"communication": (1.3, 1.65)}),
+    # stage 0 holds both micro-batches' layer beside the MLP's 4sbh gradient (a backward working
+    # set the planner's stored-activation count leaves out)
+    (dict(pp=2, micro_batches=2), {"activations": (1.1, 1.15)}),
 ]
 
 
@@ -110,7 +114,7 @@ def test_measured_peaks_within_ten_percent_of_the_plan(parallel, differ):
     for pe, row in enumerate(rows):
         for category in CATEGORIES:
             got, want = row[category]["measured"], row[category]["predicted"]
-            if category in differ:
+            if category in differ and not got == pytest.approx(want, rel=TOLERANCE):
                 low, high = differ[category]
                 assert want > 0 and low <= got / want <= high, (pe, category, got, want)
                 continue

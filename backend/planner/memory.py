@@ -121,22 +121,24 @@ def max_params(gpu_memory: float, zero: int, dp: int, model_parallel: int = 1,
     return gpu_memory * model_parallel / per_param
 
 
-def params_on_gpu(model: ModelConfig, tp: int, pp: int, stage: str) -> float:
+def params_on_gpu(model: ModelConfig, tp: int, pp: int, stage: str, vocab_parallel: bool = True) -> float:
     """Parameters one GPU of pipeline stage ``stage`` (``first``, ``last`` or ``only``) holds.
 
     Megatron splits the QKV and MLP weights and their biases t ways and replicates the two
     LayerNorms and the two output biases: 12h²/t + 7h/t + 6h per layer. The vocabulary-parallel
-    token embedding (V·h/t) and the replicated position embedding (s·h) sit on the first stage;
-    the last stage holds the final LayerNorm and, when p > 1, its own copy of the tied embedding.
+    token embedding (V·h/t; V·h where ``vocab_parallel`` is false: a runtime that replicates it)
+    and the replicated position embedding (s·h) sit on the first stage; the last stage holds the
+    final LayerNorm and, when p > 1, its own copy of the tied embedding.
     """
     h = model.hidden
+    vocab = model.vocab * h / (tp if vocab_parallel else 1)
     n = (model.layers / pp) * (12 * h * h / tp + 7 * h / tp + 6 * h)
     if stage in ("first", "only"):
-        n += model.vocab * h / tp + model.seq * h
+        n += vocab + model.seq * h
     if stage in ("last", "only"):
         n += 2 * h
     if stage == "last":
-        n += model.vocab * h / tp
+        n += vocab
     return n
 
 
@@ -219,11 +221,12 @@ class StageActivations:
 
 
 def stage_activations(model: ModelConfig, layout: Layout, stage: str,
-                      precision: Precision = MIXED) -> StageActivations:
+                      precision: Precision = MIXED, vocab_parallel: bool = True) -> StageActivations:
     """Peak activation bytes on one GPU of ``stage``, Korthikanti et al. 2022, §4.2.3 and §4.3.
 
     For the first stage under 1F1B with m ≥ p this is their Eq. 5, (sbhL/t)(34 + 5as/h) with
-    sequence parallelism, plus the embedding's sbhp/t.
+    sequence parallelism, plus the embedding's sbhp/t. The logits are split t ways unless the
+    output layer is replicated (``vocab_parallel`` false).
     """
     t, p, v = layout.tp, layout.pp, layout.virtual_stages
     s, b, h = model.seq, layout.micro_batch, model.hidden
@@ -237,7 +240,8 @@ def stage_activations(model: ModelConfig, layout: Layout, stage: str,
         embedding = s * b * h / split * in_flight
     output = 0.0
     if stage in ("last", "only"):
-        output = (2 * precision.value * s * b * h / split + precision.logits * s * b * model.vocab / t) * in_flight
+        vocab = model.vocab / (t if vocab_parallel else 1)
+        output = (2 * precision.value * s * b * h / split + precision.logits * s * b * vocab) * in_flight
     working_set = 0.0
     if layout.recompute != "none":
         full = activation_bytes_per_layer(model, b, t, layout.sequence_parallel, "none", precision)

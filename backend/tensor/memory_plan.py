@@ -11,10 +11,13 @@ bucket sizes, capped by the gradients held, the runtime's the largest bucket it 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from backend.planner.layout import Layout as PlanLayout
 from backend.planner.memory import (
+    Precision,
     buffer_bytes,
     model_states,
     params_on_gpu,
@@ -23,6 +26,7 @@ from backend.planner.memory import (
 )
 from backend.planner.models import ModelConfig
 from backend.tensor.config import TrainConfig
+from hpgrem.passes.data_parallel import DataParallel
 from pam.tensor.memory import CATEGORIES
 
 TOLERANCE = 0.10
@@ -49,17 +53,57 @@ def stage_name(stage: int, stages: int) -> str:
     return "first" if stage == 0 else "last" if stage == stages - 1 else "middle"
 
 
+VOCAB_PARALLEL = False
+"""The runtime keeps the tied embedding and LM head whole on every tensor-parallel rank
+(tensor-parallel splits attention and MLP only): the planner is told so."""
+
+
+def largest_parameter(model: ModelConfig, tp: int, stage: str) -> float:
+    """The elements of the largest parameter PE of `stage` holds: an MLP matrix (4h²/t), or the
+    replicated embedding (V·h) on a stage that holds it."""
+    h = model.hidden
+    return max(4 * h * h / tp, model.vocab * h if stage in ("first", "only", "last") else 0)
+
+
+def runtime_buffers(config: TrainConfig, layout: PlanLayout, model: ModelConfig, psi: float, stage: str,
+                    precision: Precision) -> float:
+    """The communication buffers of hpgrem's tensor runtime, where they differ from the
+    planner's Megatron and DeepSpeed (docs/tensor.md, "Memory, recomputation and offload"): a
+    collective's buffer exists while it is in flight, so a data-parallel bucket of
+    `tensor-data-parallel`'s bucket_bytes is held once, not DeepSpeed's reduce and all-gather
+    buckets together; ZeRO-2 and -3 reduce-scatter each gradient as backward makes it, so the
+    largest parameter's gradient sits in its bucket and in the transport's buffer, beside the
+    tied embedding's first contribution waiting in its own; a pipeline receives into the
+    stage's activations (already counted), with no buffers of its own; tensor and data
+    parallelism's collectives are not in flight together (the larger counts)."""
+    p, e = config.parallel, precision.value
+    tensor_parallel = buffer_bytes(model, replace(layout, pp=1, dp=1), psi, precision)  # a gathered activation
+    if p.dp == 1:
+        return tensor_parallel
+    if p.zero < 2:
+        return max(tensor_parallel, min(DataParallel.bucket_bytes, e * psi))
+    reduce = 2 * e * largest_parameter(model, p.tp, stage) + (e * model.vocab * model.hidden if stage == "only" else 0)
+    if p.zero == 3:
+        reduce += 2 * e * model.largest_layer_params / p.tp  # the planner's gathered layer, in use and prefetched
+    return max(tensor_parallel, reduce)
+
+
 def predicted(config: TrainConfig, rank: int) -> dict[str, float]:
-    """The planner's bytes for each category (and "host") on PE `rank` of the run."""
+    """The planner's bytes for each category (and "host") on PE `rank` of the run, told how
+    this runtime differs from the systems it models (`VOCAB_PARALLEL`, `runtime_buffers`; a
+    micro-batch's gradient of the largest parameter, made before it is added into the sum)."""
     p = config.parallel
     model, layout = plan_model(config), plan_layout(config)
     precision = runtime_precision(np.dtype(config.train.dtype).itemsize)
     stage = stage_name(rank // (p.tp * p.dp), p.pp)
-    psi = params_on_gpu(model, p.tp, p.pp, stage)
+    psi = params_on_gpu(model, p.tp, p.pp, stage, VOCAB_PARALLEL)
     states = model_states(psi, p.zero, p.dp, p.offload, precision)
-    acts = stage_activations(model, layout, "first" if stage == "middle" else stage, precision)
-    return {"parameters": states.parameters, "gradients": states.gradients, "optimizer": states.optimizer,
-            "activations": acts.total, "communication": buffer_bytes(model, layout, psi, precision),
+    acts = stage_activations(model, layout, "first" if stage == "middle" else stage, precision, VOCAB_PARALLEL)
+    gradients = states.gradients
+    if config.train.micro_batches > 1 and gradients:
+        gradients += precision.value * largest_parameter(model, p.tp, stage) / (p.dp if p.zero >= 2 else 1)
+    return {"parameters": states.parameters, "gradients": gradients, "optimizer": states.optimizer,
+            "activations": acts.total, "communication": runtime_buffers(config, layout, model, psi, stage, precision),
             "host": states.host}
 
 

@@ -162,12 +162,12 @@ class DataParallel:
         optimizer = {f"adamw.{p}": p for p in params}
         b = GraphBuilder()
         count = {"reduce_scatter": 0, "all_gather": 0}
-        grad_squares: set[str] = set()  # sums of squares over gradient chunks: summed over dp
 
         def collective(kind: str, x: str, name: str, **attrs) -> str:
             count[kind] += 1
             return b.op(kind, x, name=name, group=GROUP, bucket=count[kind] - 1, ranks=dp, **attrs)
 
+        renamed: dict[str, str] = {}  # a value's name in the lowered graph, where it differs
         full: dict[tuple[str, bool], str] = {}  # (parameter, in the backward) -> its gathered value
         backward = False
 
@@ -180,18 +180,62 @@ class DataParallel:
                 full[p, backward] = b.op("reshape", flat, name=f"{p}.full{suffix}", shape=shapes[p])
             return full[p, backward]
 
+        allreduces = 0  # all-reduce buckets so far (the loss, stage 1's gradients, the norm's squares)
+        waiting: list[tuple[str, str]] = []  # stage 1: the gradients of the open bucket (name, local name)
+        held = 0  # their bytes
+
+        def allreduce(members: list[tuple[str, str]], reduce: str) -> None:
+            nonlocal allreduces
+            for name, local in members:
+                b.op("allreduce", local, name=name, group=GROUP, bucket=allreduces, reduce=reduce)
+            allreduces += 1
+
+        def close() -> None:
+            """Stage 1: the open bucket's gradients all-reduced whole, then the rank's chunks taken."""
+            nonlocal waiting, held
+            allreduce([(f"{name}.reduced", local) for name, local in waiting], "mean")
+            for name, _ in waiting:
+                p = owner[name]
+                flat = b.op("reshape", f"{name}.reduced", name=f"{name}.flat", shape=(size[p],))
+                b.op("shard", flat, "rank.dp", name=name, ranks=dp)
+            waiting, held = [], 0
+
+        def local_name(name: str) -> str:
+            """The name of a rank's own value before its reduction: "<loss>.local"; a gradient
+            "grad.<p>.local", or from stage 2 on "grad.<p>.bucket" (it waits in its reduce
+            bucket, as DeepSpeed copies each gradient into its bucket: communication)."""
+            if name == "loss" or (name in owner and stage == 1):
+                return f"{name}.local"
+            if name in owner:
+                return f"{name}.bucket"
+            if stage > 1 and ".part" in name and name.split(".part")[0] in owner:
+                renamed[name] = f"{name}.bucket"  # a tied weight's contributions, read by their sum
+                return renamed[name]
+            return name
+
         def reduced(name: str, local: str) -> None:
-            """The loss all-reduced; a gradient reduce-scattered (its chunk named as it)."""
+            """The loss all-reduced; a gradient reduce-scattered (its chunk named as it), or
+            under stage 1 all-reduced in a bucket."""
+            nonlocal held
             if name == "loss":
-                b.op("allreduce", local, name=name, group=GROUP, bucket=0, reduce="mean")
+                allreduce([(name, local)], "mean")
+            elif name in owner and stage == 1:
+                waiting.append((name, local))
+                shape, dtype = b.type_of(local)
+                held += _size(shape) * (8 if dtype == "float64" else 4)
+                if held >= self.bucket_bytes:
+                    close()
             elif name in owner:
-                flat = b.op("reshape", local, name=f"{name}.flat", shape=(size[owner[name]],))
+                flat = b.op("reshape", local, name=f"{local}.flat", shape=(size[owner[name]],))
                 collective("reduce_scatter", flat, name, reduce="mean")
 
         b.input("rank.dp", (), "int64")
         for v in graph.values:
             backward = backward or v.name == "grad.loss"
             kind = type(v)
+            reads = (v.source,) if kind is Get else getattr(v, "inputs", ())
+            if waiting and any(name in reads for name, _ in waiting):
+                close()  # a reader needs the reduced gradients now
             if kind is Param:
                 b.param(v.name, (chunk[v.name],) if stage == 3 else v.shape, v.dtype)
             elif kind is State:
@@ -205,8 +249,8 @@ class DataParallel:
                     flat = collective("all_gather", mine, f"{v.name}.gathered", size=size[p])
                     b.op("reshape", flat, name=v.name, shape=shapes[p])
                 else:
-                    local = f"{v.name}.local" if v.name == "loss" or v.name in owner else v.name
-                    b.get(v.source, v.index, name=local)
+                    local = local_name(v.name)
+                    b.get(renamed.get(v.source, v.source), v.index, name=local)
                     reduced(v.name, local)
             elif v.name in optimizer:
                 p = optimizer[v.name]
@@ -218,17 +262,18 @@ class DataParallel:
                 b.op(v.op, param, *v.inputs[1:], name=v.name, **dict(v.attrs))
             elif v.op in ("global_norm", "sum_squares") and any(x in owner for x in v.inputs):
                 local = b.op("sum_squares", *v.inputs, name=f"{v.name}.chunks")
-                whole = b.op("allreduce", local, name=f"{v.name}.squares" if v.op == "global_norm" else v.name,
-                             group=GROUP, bucket=len(grad_squares) + 1, reduce="sum")
-                grad_squares.add(v.name)
+                whole = f"{v.name}.squares" if v.op == "global_norm" else v.name
+                allreduce([(whole, local)], "sum")
                 if v.op == "global_norm":
                     b.op("sqrt", whole, name=v.name)
             else:
-                inputs = tuple(gathered(x) if stage == 3 and x in shapes else x for x in v.inputs)
-                local = f"{v.name}.local" if v.name == "loss" or v.name in owner else v.name
+                inputs = tuple(gathered(x) if stage == 3 and x in shapes else renamed.get(x, x) for x in v.inputs)
+                local = local_name(v.name)
                 b.op(v.op, *inputs, name=local, **self._attrs(v, b))
                 reduced(v.name, local)
-        return b.graph(graph.outputs, dict(graph.updates)), 1 + len(grad_squares)
+        if waiting:
+            close()
+        return b.graph(graph.outputs, dict(graph.updates)), allreduces
 
     def _attrs(self, v, b) -> dict:
         """The op's own attributes, a target shape that counts the batch scaled by 1/dp."""

@@ -45,7 +45,7 @@ from hpgrem.passes import Option, PassError, annotated
 
 FORWARD, BACKWARD, REDUCE, OPTIMIZER = "forward", "backward", "reduce", "optimizer"
 _LAYER = re.compile(r"h\.(\d+)\.")
-_GRAD_OF_PARAM = re.compile(r"grad\.(.+?)((\.part|\.sum)(\.\d+)?)?(\.local)?$")
+_GRAD_OF_PARAM = re.compile(r"grad\.(.+?)((\.part|\.sum)(\.\d+)?)?(\.local|\.bucket)?$")
 
 
 @dataclass(frozen=True)

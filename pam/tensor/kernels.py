@@ -181,7 +181,7 @@ def _gelu(attrs, x):
     return y, t
 
 
-def _gelu_grad(attrs, dy, x, t):
+def _gelu_slope(x, t):
     # d/dx 0.5 x (1 + t) = 0.5 (1 + t) + 0.5 x (1 - t^2) s (1 + 3 c x^2)
     a = x * x
     a *= 1.5 * _GELU_S * _GELU_C
@@ -193,8 +193,28 @@ def _gelu_grad(attrs, dy, x, t):
     np.multiply(t, 0.5, out=sq)
     a += sq
     a += 0.5
+    return a
+
+
+def _gelu_grad(attrs, dy, x, t):
+    a = _gelu_slope(x, t)
     a *= dy
     return a
+
+
+def _gelu_grad_into(dy, x, t):
+    """`gelu_grad` written into `dy` (the same bits: the product is the same either way round)."""
+    return np.multiply(dy, _gelu_slope(x, t), out=dy)
+
+
+def _add_into(total, contribution):
+    """`add` written into `total` (the same bits)."""
+    return np.add(total, contribution, out=total)
+
+
+INTO = {"add": _add_into, "gelu_grad": _gelu_grad_into}
+"""Kernels that can write their result into their first input's array, when that input dies
+at them (pam/tensor/runtime.py decides): a gradient's running sum, the GELU's incoming gradient."""
 
 
 def _softmax_in_place(x):

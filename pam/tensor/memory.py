@@ -27,6 +27,10 @@ MICRO_BATCH = re.compile(r"mb\d+\.(?=grad\.)")
 contribution, a gradient like the sum it is added into)."""
 
 
+BUCKET = "bucket"
+"""The suffix word of a gradient waiting in its reduce-scatter's bucket under ZeRO-2 and -3
+("grad.<param>.bucket"): DeepSpeed's reduce bucket holds it, the planner's communication."""
+
 GATHERED = frozenset({"gathered", "full"})
 """Suffix words of a whole parameter that ZeRO-3 gathers from the shards for the step's use
 ("<param>.gathered", "<param>.full", "<param>.gathered.backward", ...)."""
@@ -35,7 +39,8 @@ GATHERED = frozenset({"gathered", "full"})
 def category_of(name: str, params: frozenset[str], states: frozenset[str]) -> str:
     """The category of the value `name`. "grad.<param>" and what the passes build it from or
     into ("grad.<param>.part", ".local", ".flat", ...) and a micro-batch's contribution
-    "mb<k>.grad.<param>" are gradients; a state (AdamW's
+    "mb<k>.grad.<param>" are gradients, except a gradient in its ZeRO reduce bucket
+    ("grad.<param>.bucket", communication); a state (AdamW's
     "m.<param>", "v.<param>"), its update "new.<state>" and their pieces are optimizer state; a
     parameter, its update "new.<param>" and their pieces ("<param>.chunk", ...) are parameters,
     except a whole parameter gathered from ZeRO-3 shards ("<param>.gathered", ".full"), which is
@@ -43,7 +48,10 @@ def category_of(name: str, params: frozenset[str], states: frozenset[str]) -> st
     values, activations' gradients, scalars) is an activation."""
     name = MICRO_BATCH.sub("", name, count=1) if name.startswith("mb") else name
     if name.startswith(GRAD):
-        return "gradients" if _names_one_of(name[len(GRAD):], params) else "activations"
+        suffix = _suffix_of(name[len(GRAD):], params)
+        if suffix is None:
+            return "activations"
+        return "communication" if BUCKET in suffix else "gradients"
     new = name.startswith(NEW)
     base = name[len(NEW):] if new else name
     if _names_one_of(base, states):

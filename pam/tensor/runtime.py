@@ -28,6 +28,7 @@ from pam.costs import DEFAULT, CostModel
 from pam.step import WaitAll, declare
 from pam.task import Task
 from pam.tensor.collectives import MPIAllReduce, SimAllReduce
+from pam.tensor.kernels import INTO
 from pam.tensor.graph import COLLECTIVES, StepGraph, step_graph
 from pam.tensor.memory import MemoryMeter, category_of, nbytes
 from pam.tensor.offload import TRANSFERS
@@ -35,11 +36,6 @@ from pam.terms import Var
 
 FRESH = frozenset({"add", "matmul", "embedding_grad"})
 """Kernels whose result is always a new array of its own (never an input returned as is)."""
-
-
-def add_into(total: np.ndarray, contribution: np.ndarray) -> np.ndarray:
-    """`total + contribution` written into `total` (the same bits as the `add` kernel's)."""
-    return np.add(total, contribution, out=total)
 
 T800_FLOPS = 1.5e6  # a T800-20's sustained floating point rate: kernels keep its balance with its links
 OP_COST = 10  # instructions of the PE loop's own work for one kernel call (the kernel's FLOPs are charged apart)
@@ -79,6 +75,7 @@ class Bucket:
     shapes: tuple[tuple[int, ...], ...]
     dtype: np.dtype
     kind: str = "allreduce"
+    ordinal: int = -1  # an all-gather: how many all-gathers the plan runs before it
 
     def buffer(self, values: list[np.ndarray], position: int, ranks: int) -> np.ndarray:
         """The flat buffer the transport works on: the values (an all-reduce), the value
@@ -129,6 +126,7 @@ class Plan:
                 members.setdefault(key, []).append(op)
                 last[key] = i
         buckets = {i: key for key, i in last.items()}
+        gathers = 0
         for i, op in enumerate(graph.ops):
             if op.op in COLLECTIVES:
                 if i in buckets:
@@ -140,7 +138,9 @@ class Plan:
                         f"{key[0]} {key[1]} bucket {key[2]}", len(self.steps), key[1],
                         key[0] != "all_gather" and ops[0].attrs.get("reduce", "mean") == "mean",
                         tuple(self.slot[o.inputs[0]] for o in ops), tuple(self.slot[o.name] for o in ops),
-                        tuple(o.shape for o in ops), np.dtype(ops[0].dtype), key[0]))
+                        tuple(o.shape for o in ops), np.dtype(ops[0].dtype), key[0],
+                        gathers if key[0] == "all_gather" else -1))
+                    gathers += key[0] == "all_gather"
                 continue
             if op.op == "get":
                 continue
@@ -187,12 +187,13 @@ class Plan:
         self.fetches = frozenset(s.output for s in self.steps if type(s) is KernelCall and s.op == "fetch")
 
     def accumulating_adds(self) -> dict[int, int]:
-        """The outputs (to their first input) of the `add`s that sum a parameter's gradient
-        contributions (a tied weight's two, a pipeline's micro-batches'): each adds into its
-        first input, as a framework accumulates `.grad` in place (the running sum, the
-        contribution and a new sum never coexist). That input must be an array no other value
-        shares (`owned`) of the output's shape and dtype; whether it dies at the add is checked
-        when the add runs. Called again once a pipeline's sends count as readers."""
+        """The kernel calls that write into their first input (to that input's slot): the `add`s
+        that sum a parameter's gradient contributions (a tied weight's two, a pipeline's
+        micro-batches'), as a framework accumulates `.grad` in place (the running sum, the
+        contribution and a new sum never coexist), and the GELU's backward, into the gradient
+        it reads (the MLP's two 4sbh gradients never coexist). That input must be an array no
+        other value shares (`owned`) of the output's shape and dtype; whether it dies at the
+        call is checked when it runs. Called again once a pipeline's sends count as readers."""
         values = {v.name: v for v in (*self.graph.persistent, *self.graph.inputs, *self.graph.ops)}
         calls = {s.output: s for s in self.steps if type(s) is KernelCall}
         names = sorted(self.slot, key=self.slot.__getitem__)
@@ -207,11 +208,13 @@ class Plan:
 
         out = {}
         for s in self.steps:
-            if type(s) is not KernelCall or s.op != "add" or self.category[s.output] != "gradients":
+            if type(s) is not KernelCall or s.op not in INTO or not s.inputs:
                 continue
-            x, y, z = (values[names[i]] for i in (*s.inputs, s.output))
-            if owned(s.inputs[0]) and self.readers[s.inputs[0]] == 1 \
-                    and x.shape == y.shape == z.shape and x.dtype == y.dtype == z.dtype:
+            if s.op == "add" and self.category[s.inputs[0]] != "gradients":
+                continue
+            x, z = values[names[s.inputs[0]]], values[names[s.output]]
+            if owned(s.inputs[0]) and self.readers[s.inputs[0]] == 1 and x.shape == z.shape and x.dtype == z.dtype \
+                    and all(values[names[i]].dtype == z.dtype for i in s.inputs):
                 out[s.output] = s.inputs[0]
         return out
 
@@ -281,6 +284,8 @@ class Replica:
         self.release = True  # drop dead values (False: keep all until the step ends, for tests)
         self.room_var: Var | None = None  # fetches wait on it for room under the device budget
         self.in_flight = 0  # collectives begun and not finished: they will free memory
+        self.gathered = 0  # all-gathers finished in this step
+        self.gather_var: Var | None = None  # the next all-gather waits on it for the one before
         self.pending: list[int] = []  # per slot: the steps still to read it in this step
 
     def start(self, feeds: dict[str, np.ndarray]) -> None:
@@ -292,6 +297,7 @@ class Replica:
         slots = self.slots = [Var() for _ in range(plan.size)]
         self.meter.reset()
         self.room_var, self.in_flight = None, 0
+        self.gathered, self.gather_var = 0, None
         self.pending = list(plan.readers)
         for name, value in (*self.persistent.items(), *feeds.items()):
             slot = plan.slot[name]
@@ -424,7 +430,7 @@ class TensorRuntime:
             clock = replica.clock
             began = perf_counter()
             accumulate = k.output in accumulating and replica.pending[k.inputs[0]] == 1
-            value = add_into(*[slots[i].val for i in k.inputs]) if accumulate and replica.release \
+            value = INTO[k.op](*[slots[i].val for i in k.inputs]) if accumulate and replica.release \
                 else k.run(k.attrs, *[slots[i].val for i in k.inputs])
             clock.kernel_wall += perf_counter() - began
             pe.charge(k.instructions)
@@ -455,6 +461,10 @@ class TensorRuntime:
                 unbound = [slots[i] for i in b.inputs if slots[i].val is None]
                 if unbound:
                     return WaitAll(unbound)
+                if replica.gathered < b.ordinal:  # one all-gather at a time, in the plan's order
+                    if replica.gather_var is None:
+                        replica.gather_var = Var()
+                    return WaitAll([replica.gather_var])
                 began = perf_counter()
                 group = replica.members[b.group]
                 task.buffer = b.buffer([slots[i].val for i in b.inputs], group.index(pe.number), len(group))
@@ -488,6 +498,11 @@ class TensorRuntime:
                 offset += n
             replica.meter.free("communication", whole.nbytes)
             replica.in_flight -= 1
+            if b.kind == "all_gather":
+                replica.gathered += 1
+                if replica.gather_var is not None:
+                    var, replica.gather_var = replica.gather_var, None
+                    pe.bind(var, True)
             replica.made_room()
             task.buffer = task.chunks = None
             clock.comm_wall += perf_counter() - began
