@@ -14,21 +14,25 @@ of its own, right after it. Clipping and AdamW then see the same gradients on ev
 
 With `zero` = 1, 2 or 3 the model states are sharded over the dp group (ZeRO), each tensor
 flattened and zero-padded to dp equal chunks, rank j owning chunk j (its coordinate, the input
-"rank.dp"): every gradient is reduce-scattered (mean) as soon as backward produces it, so a rank
-holds the reduced chunk it owns ("grad.<p>", flat); AdamW's states "m.<p>", "v.<p>" are chunks;
-the gradient norm sums the squares of the chunks and all-reduces them over "dp" (padding adds
-nothing); AdamW updates the rank's chunk only. Stages 1 and 2 keep the whole parameter: the
+"rank.dp"): a rank holds the reduced chunk of each gradient it owns ("grad.<p>", flat); AdamW's
+states "m.<p>", "v.<p>" are chunks; the gradient norm sums the squares of the chunks and
+all-reduces them over "dp" (padding adds nothing); AdamW updates the rank's chunk only. Stage 1
+keeps whole gradients, as ZeRO's P_os does: they are all-reduced in buckets of `bucket_bytes`
+as without ZeRO ("grad.<p>.reduced") and each rank then takes its chunk with `shard`. Stages 2
+and 3 reduce-scatter (mean) each gradient as soon as backward makes it; until then it waits in
+its bucket, "grad.<p>.bucket" (a tied weight's contributions "grad.<p>.part.<k>.bucket" too),
+which memory accounting counts as communication (DeepSpeed copies each gradient into its reduce
+bucket), so the whole gradients never all live. Stages 1 and 2 keep the whole parameter: the
 rank's chunk of it is taken with `shard`, and the updated chunks are all-gathered into the
-whole "new.<p>". (Stages 1 and 2 are the same graph: a reduce-scatter also serves stage 1,
-where all-reducing and keeping one chunk would move twice the bytes; what differs is when the
-memory planner counts the whole gradients as freed.) Stage 3 keeps only the chunk as the
-parameter: each is all-gathered (and reshaped, "<p>.full") before its first use in the forward
-and again ("<p>.full.backward") before its first use in the backward, so the runtime frees the
-forward's copy after its last forward reader; the update stays a chunk.
+whole "new.<p>". Stage 3 keeps only the chunk as the parameter: each is all-gathered (and
+reshaped, "<p>.full") before its first use in the forward and again ("<p>.full.backward") before
+its first use in the backward, so the runtime frees the forward's copy after its last forward
+reader; the update stays a chunk. (The runtime runs one all-gather at a time, in the graph's
+order: pam/tensor/runtime.py.)
 
 The lowering names no transport: simulated PEs and MPI ranks run the same graph
-(pam/tensor/runtime.py). Records on the step graph: `dp`, `buckets` (how many), `bucket_bytes`,
-`zero`.
+(pam/tensor/runtime.py). Records on the step graph: `dp`, `buckets` (how many all-reduce buckets),
+`bucket_bytes`, `zero`.
 """
 
 from __future__ import annotations
