@@ -52,13 +52,16 @@ TYPE_TESTS = {
 
 
 class Relation_:
-    """A compiled all-solutions relation: its clause functions, in written order."""
+    """A compiled all-solutions relation: its clause functions, in written order, and `index`
+    (None, or the clauses that may match a first argument: first-argument indexing, so that
+    a call leaves no choice point for clauses that cannot match)."""
 
-    __slots__ = ("clauses", "key")
+    __slots__ = ("clauses", "key", "index")
 
     def __init__(self, key: str) -> None:
         self.key = key
         self.clauses: tuple = ()
+        self.index = None
 
 
 class Search:
@@ -95,7 +98,11 @@ class Search:
                 del tr[mark:]
             else:
                 rel, args, k = goals
-                cl = rel.clauses
+                index = rel.index
+                cl = rel.clauses if index is None else index(args[0])
+                if not cl:
+                    goals = False
+                    continue
                 i = 0
                 mark = len(tr)
             last = len(cl) - 1
@@ -255,8 +262,50 @@ class SearchCompiler:
         for key, rel in self.rels.items():
             fns = [self.clause(rel, i, c) for i, c in enumerate(rel.clauses())]
             e(f"{self.names[key]}.clauses = ({''.join(f + ', ' for f in fns)})")
+            self.index(rel, fns)
         e("return {" + ", ".join(f"{k!r}: {n}" for k, n in self.names.items()) + "}")
         return "\n".join(e.lines) + "\n"
+
+    def index(self, rel: AllSolutions, fns: list[str]) -> None:
+        """The relation's first-argument index, when some clause's first argument is not a
+        variable: by list cell, by functor of a structure, by type and value of an atomic."""
+        firsts = [c.head[0] if c.head else None for c in rel.clauses()]
+        if all(f is None or isinstance(f, Var) for f in firsts):
+            return
+        e = self.out
+        anywhere = [f for f, p in zip(fns, firsts) if isinstance(p, Var)]
+        keys: dict[str, str] = {}  # key expression -> the kind of table it goes in
+        for p in firsts:
+            if isinstance(p, Struct) and p.name == "[|]" and len(p.args) == 2:
+                continue
+            if isinstance(p, Struct):
+                keys[_principal_key(self, p)] = "struct"
+            elif isinstance(p, (Atom, Int, Float)):
+                keys[_principal_key(self, p)] = "atomic"
+
+        def matching(key: str | None) -> str:
+            fs = [f for f, p in zip(fns, firsts) if isinstance(p, Var) or _principal_key(self, p) == key]
+            return "(" + "".join(f + ", " for f in fs) + ")"
+
+        name = self.names[rel.key]
+        struct = [k for k, kind in keys.items() if kind == "struct"]
+        atomic = [k for k, kind in keys.items() if kind == "atomic"]
+        rest = "(" + "".join(f + ", " for f in anywhere) + ")"
+        # the tables are made once, beside the function
+        e(f"{name}_cons = {matching('cons')}")
+        e(f"{name}_rest = {rest}")
+        e(f"{name}_structs = {{{', '.join(f'{k}: {matching(k)}' for k in struct)}}}")
+        e(f"{name}_atomics = {{{', '.join(f'{k}: {matching(k)}' for k in atomic)}}}")
+        e(f"def {name}_ix(a0):")
+        e.indent()
+        self.deref("x", "a0")
+        e("t = type(x)")
+        e(f"if t is Var: return {name}.clauses")
+        e(f"if t is Cons: return {name}_cons")
+        e(f"if t is Struct: return {name}_structs.get((x.name, len(x.args)), {name}_rest)")
+        e(f"return {name}_atomics.get((t, x), {name}_rest)")
+        e.dedent()
+        e(f"{name}.index = {name}_ix")
 
     # -- clauses ------------------------------------------------------------------------------
     def clause(self, rel: AllSolutions, ci: int, clause) -> str:
@@ -309,6 +358,11 @@ class SearchCompiler:
         return f"({name}R, ({args}), "
 
     # -- head matching ------------------------------------------------------------------------
+    def deref(self, x: str, src: str) -> None:
+        """`x` = the runtime term `src` with its bound variables followed (inline: no call)."""
+        self.out(f"{x} = {src}")
+        self.out(f"while type({x}) is Var and {x}.val is not None: {x} = {x}.val")
+
     def bind_var(self, x: str, value: str) -> None:
         self.out(f"{x}.val = {value}")
         self.out(f"tr.append({x})")
@@ -318,13 +372,25 @@ class SearchCompiler:
         e = self.out
         if isinstance(pat, Var):
             if pat.index in bound:
-                e(f"if not UNIFY(V{pat.index}, {src}, tr): return False")
+                x, y = self.temp(), self.temp()
+                self.deref(x, f"V{pat.index}")
+                self.deref(y, src)
+                e(f"if {x} is {y}: pass")
+                e(f"elif type({x}) is Var:")
+                e.indent()
+                self.bind_var(x, y)
+                e.dedent()
+                e(f"elif type({y}) is Var:")
+                e.indent()
+                self.bind_var(y, x)
+                e.dedent()
+                e(f"elif not UNIFY({x}, {y}, tr): return False")
             else:
                 bound.add(pat.index)
                 e(f"V{pat.index} = {src}")
             return
         x = self.temp()
-        e(f"{x} = deref({src})")
+        self.deref(x, src)
         if isinstance(pat, (Atom, Int, Float)):
             k = self.ground(pat)
             e(f"if type({x}) is Var:")
@@ -402,7 +468,7 @@ class SearchCompiler:
             e(f"if {test}({self.build(args[0], bound)}, {self.build(args[1], bound)}): return False")
         elif t in TYPE_TESTS:
             x = self.temp()
-            e(f"{x} = deref({self.build(args[0], bound)})")
+            self.deref(x, self.build(args[0], bound))
             e(f"if not ({TYPE_TESTS[t].format(x)}): return False")
         elif t == "is/2":
             value = self.arith(args[1], bound, g, site)
@@ -413,7 +479,7 @@ class SearchCompiler:
             else:
                 x, r = self.temp(), self.temp()
                 e(f"{r} = {value}")
-                e(f"{x} = deref({self.build(out, bound)})")
+                self.deref(x, self.build(out, bound))
                 e(f"if type({x}) is Var:")
                 e.indent()
                 self.bind_var(x, r)
@@ -446,7 +512,7 @@ class SearchCompiler:
             for v in leaves:
                 if v.index not in names:
                     names[v.index] = self.temp()
-                    e(f"{names[v.index]} = deref(V{v.index})")
+                    self.deref(names[v.index], f"V{v.index}")
             r = self.temp()
             test = " and ".join(f"type({n}) is int" for n in names.values())
             e(f"if {test}: {r} = {_py(expr, names)}")
@@ -458,6 +524,17 @@ class SearchCompiler:
         """The goal's name, as failure reports give it."""
         name = g.target.rsplit("/", 1)[0]
         return self.const("text", name, lambda: name)
+
+
+def _principal_key(compiler: SearchCompiler, p: Term) -> str:
+    """The index key of a first argument that is not a variable (as `SearchCompiler.index`
+    writes it)."""
+    if isinstance(p, Struct) and p.name == "[|]" and len(p.args) == 2:
+        return "cons"
+    if isinstance(p, Struct):
+        return f"({compiler.ground(Atom(p.name))}, {len(p.args)})"
+    runtime_type = {Atom: "str", Int: "int", Float: "float"}[type(p)]
+    return f"({runtime_type}, {compiler.ground(p)})"
 
 
 def _vars(t) -> list[Var]:
