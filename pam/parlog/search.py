@@ -27,7 +27,7 @@ from hpgrem.ir import SEARCH, AllSolutions, Atom, Call, Float, Int, Module, Stru
 from pam.emit import Emitter
 from pam.errors import ProgramFailure
 from pam.parlog import primitives
-from pam.parlog.arith import ArithError, compare, evaluate
+from pam.parlog.arith import ArithError, evaluate
 from pam.parlog.clause_code import to_runtime
 from pam.parlog.goal import Goal
 from pam.parlog.notes import COST
@@ -51,8 +51,8 @@ TYPE_TESTS = {
 }
 
 
-class Relation_:
-    """A compiled all-solutions relation: its clause functions, in written order, and `index`
+class Procedure:
+    """An all-solutions relation compiled: its clause functions, in written order, and `index`
     (None, or the clauses that may match a first argument: first-argument indexing, so that
     a call leaves no choice point for clauses that cannot match)."""
 
@@ -71,7 +71,7 @@ class Search:
 
     __slots__ = ("goals", "cps", "tr")
 
-    def __init__(self, rel: Relation_, args: tuple, tr: list | None = None) -> None:
+    def __init__(self, rel: Procedure, args: tuple, tr: list | None = None) -> None:
         self.goals = (rel, args, None)
         self.cps: list = []
         self.tr = [] if tr is None else tr
@@ -124,7 +124,7 @@ class Search:
         return MORE, n
 
 
-def solves(rel: Relation_, args: tuple, tr: list) -> bool:
+def solves(rel: Procedure, args: tuple, tr: list) -> bool:
     """`~` inside a search: whether the goal has a solution (its bindings undone)."""
     mark = len(tr)
     search = Search(rel, args, tr)
@@ -253,8 +253,8 @@ class SearchCompiler:
         e = self.out
         e("def make(RT):")
         e.indent()
-        for name in ("Var", "Struct", "Cons", "deref", "UNIFY", "NOTUNIFY", "IDENT", "SOLVES", "ARITH",
-                     "compare", "PRIM", "Rel", "CONSTS"):
+        for name in ("Var", "Struct", "Cons", "UNIFY", "NOTUNIFY", "IDENT", "SOLVES", "ARITH", "PRIM", "Rel",
+                     "CONSTS"):
             e(f"{name} = RT['{name}']")
         e("globals().update(CONSTS)")
         for key in self.rels:
@@ -621,9 +621,9 @@ def load(compiler: SearchCompiler, pe) -> dict:
             raise ProgramFailure("arguments are not sufficiently instantiated", goal, site)
         return True
 
-    runtime = {"Var": RVar, "Struct": RStruct, "Cons": Cons, "deref": _deref, "UNIFY": unify_tr,
-               "NOTUNIFY": not_unifiable, "IDENT": identical, "SOLVES": solves, "ARITH": arith_value,
-               "compare": compare, "PRIM": prim, "Rel": Relation_, "CONSTS": compiler.consts}
+    runtime = {"Var": RVar, "Struct": RStruct, "Cons": Cons, "UNIFY": unify_tr, "NOTUNIFY": not_unifiable,
+               "IDENT": identical, "SOLVES": solves, "ARITH": arith_value, "PRIM": prim, "Rel": Procedure,
+               "CONSTS": compiler.consts}
     namespace: dict = {}
     exec(compile(compiler.source, f"<searches of {compiler.module.source}>", "exec"), namespace)
     rels = namespace["make"](runtime)
@@ -661,7 +661,7 @@ def _demand_hook(pe, waiting: list[SearchTask]):
     return demand
 
 
-def _construct_step(pe, compiler: SearchCompiler, rel: AllSolutions, srel: Relation_, waiting: list):
+def _construct_step(pe, compiler: SearchCompiler, rel: AllSolutions, srel: Procedure, waiting: list):
     """The step of a call of a construct's relation: it waits until the non-local variables
     are ground, then becomes the search's task."""
     notes = compiler.module.annotations.get(rel.key, {})
