@@ -222,3 +222,27 @@ probe(_, bound).
     out, machine = machine_after(text)
     assert out == "unbound/succeeded/held\n"
     assert idle(machine)
+
+
+def test_call3_suspend_holds_a_goal_woken_meanwhile():
+    """A goal of a held sub-computation that a binding from outside wakes does not run until
+    `continue`."""
+    text = """
+mode echo(?, ^).
+echo(go, Y) <- Y = ran.
+mode release(?, ^).
+release(done, C) <- C = [continue].
+main <- call(echo(X, Y), S, C0), hold_then(C0, X, Y, P), write(P/S/Y), nl.
+mode hold_then(^, ^, ?, ^).
+hold_then(C0, X, Y, P) <- C0 = [suspend|C] & spin(1000) & X = go & spin(1000) & peek(Y, P) & release(done, C).
+mode spin(?).
+spin(0);
+spin(N) <- N > 0 : N1 is N - 1, spin(N1).
+mode peek(?, ^).
+peek(Y, unbound) <- var(Y) : true;
+peek(_, bound).
+"""
+    for pes in (1, 16):
+        out, machine = machine_after(text, pes=pes)
+        assert out == "unbound/succeeded/ran\n"
+        assert idle(machine)

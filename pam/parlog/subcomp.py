@@ -6,7 +6,7 @@ it have terminated, exactly as `&` knows it. Every task of the sub-computation h
 its chain of groups, which is how a failure (PE.boundary), a `stop` or a `suspend` finds them. A
 watcher task reads the `Control` stream: `stop` discards the sub-computation's tasks (ready,
 suspended, held, and the guard computations of its calls) and binds `Status = stopped`;
-`suspend` holds its ready tasks until `continue` or `stop`. A failure discards them the same way
+`suspend` holds its tasks (none runs, woken or not) until `continue` or `stop`. A failure discards them the same way
 and binds `Status = failed`. Either way `call/3` then terminates as a member of its caller's group.
 
 Its tasks stay on the PE of the `call/3` (the goal kind does not offer them to other PEs), so a
@@ -29,13 +29,17 @@ STOP, SUSPEND, CONTINUE = mkatom("stop"), mkatom("suspend"), mkatom("continue")
 class SubGroup(AndGroup):
     """The root group of a sub-computation."""
 
-    __slots__ = ("status", "watcher", "held", "ended")
+    __slots__ = ("status", "watcher", "held", "procs", "gate", "ended")
 
     def __init__(self, parent, later: list, status) -> None:
         super().__init__(parent, later)
         self.status = status
         self.watcher: Task | None = None
         self.held: list[Task] | None = None  # its ready tasks while suspended
+        # while suspended, its suspended tasks run the holding step; their own steps are here,
+        # and `gate` (bound at `continue`) is what a woken one waits on
+        self.procs: dict[Task, object] = {}
+        self.gate: Var | None = None
         self.ended = False
 
 
@@ -98,9 +102,16 @@ class Subcomputations:
         def succeed(t):
             self.end(t.args[0], SUCCEEDED, finish=False)
 
+        def held(t):
+            g = t.group
+            while type(g) is not SubGroup or g.gate is None:
+                g = g.parent
+            return [g.gate]
+
         self.call3 = declare("call", 3, 1, key="call/3")(call3)
         self.watch_step = declare("$control", 2, 1, key="$control")(watch)
         self.succeed_step = declare("$succeeded", 1, 1, key="$succeeded")(succeed)
+        self.hold_step = declare("$held", 0, 1, key="$held")(held)
 
     # -- steps ------------------------------------------------------------------------------
     def start(self, t: Task):
@@ -135,13 +146,33 @@ class Subcomputations:
             if order is STOP:
                 self.end(root, STOPPED)
             elif order is SUSPEND and root.held is None:
-                root.held = take(root, self.pe.ready)
+                self.hold(root)
             elif order is CONTINUE and root.held is not None:
-                self.pe.ready.extend(reversed(root.held))
-                root.held = None
+                self.release(root)
             control = c.tail
             t.args = (root, control)
         return None
+
+    def hold(self, root: SubGroup) -> None:
+        """`suspend`: its ready tasks leave the queue; a suspended one that a binding wakes
+        meanwhile waits on the gate instead of running."""
+        pe = self.pe
+        root.held = take(root, pe.ready)
+        root.gate = Var()
+        for t in pe.suspended:
+            if belongs(t, root) and type(t) is not GuardTask:
+                root.procs[t] = t.proc
+                t.proc = self.hold_step
+
+    def release(self, root: SubGroup) -> None:
+        """`continue`: everything held runs again."""
+        for t, proc in root.procs.items():
+            t.proc = proc
+        root.procs.clear()
+        gate, root.gate = root.gate, None
+        self.pe.bind(gate, CONTINUE)
+        self.pe.ready.extend(reversed(root.held))
+        root.held = None
 
     # -- ends ---------------------------------------------------------------------------------
     def __call__(self, task: Task | None, failure: ProgramFailure) -> bool:
@@ -172,6 +203,7 @@ class Subcomputations:
                 detach(pe, t)
                 self.guards.done(t)
             root.held = None
+            root.procs.clear()
             if root.parent is not None:
                 pe.finish(root.parent)
         watcher = root.watcher
