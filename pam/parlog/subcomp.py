@@ -182,6 +182,7 @@ class Subcomputations:
         root = root_of(task)
         if root is None:
             return False
+        self.guards.done(task)
         self.end(root, FAILED)
         return True
 
