@@ -43,6 +43,7 @@ MANY_CASES = 64  # a switch of more constant cases goes through a table (table_s
 # OPEN text CLOSE around a counted call; a line REGION + b/e n: block n starts/ends (its count
 # at its start); REGION + r/q n: region n (a function's body, a handler's `try` body) starts/ends.
 CALL, OPEN, CLOSE, REGION = "\x01", "\x02", "\x03", "\x04"
+FUNCTION_REGIONS = "FUNCTION_REGIONS"  # the module's constant: Python function -> its body's Region
 
 # Inline templates of primitives of two arguments, by op; `{t}` is a fresh temporary.
 _CHECKED = "({t} if -4611686018427387904 <= ({t} := {a} {o} {b}) <= 4611686018427387903 else ovf())"
@@ -137,24 +138,21 @@ class FunctionCompiler:
         self.open_count()
         self.ret(self.fn.body)
         self.close_count()
-        self.guard(first)
+        self.guard(first, self.py_name)
         if self.mode == "gen":
             out.depth = 1
             out.emit("if 0: yield")
         return "\n\n".join(["\n".join([head, *out.lines]), *self.helpers])
 
-    def guard(self, first: int) -> None:
-        """With batched counts, when the function (`first`: the count of marked calls before
-        it) made any: wrap its body so that an ML exception leaving it takes back the calls
-        that its blocks counted at their start and never made (`unrun`, pam/ml/loader.py)."""
+    def guard(self, first: int, name: str) -> None:
+        """With batched counts, when the Python function `name` (`first`: the count of marked
+        calls before it) counts any: its body is a region, so that an ML exception that leaves
+        it takes back the calls its blocks counted and never made (`settle`, pam/ml/loader.py,
+        where the exception is caught: nothing is added to the path that does not raise)."""
         if self.a.marks.calls == first:
             return
-        region = self.a.marks.region()
-        out = self.out
-        out.lines = ["    try:", f"{REGION}r{region}",
-                     *("    " + line for line in out.lines),
-                     f"{REGION}q{region}", "    except Packet as _x:",
-                     f"        calls[0] -= unrun(_x, R{region})", "        raise"]
+        region = self.a.marks.region(name)
+        self.out.lines = [f"{REGION}r{region}", *self.out.lines, f"{REGION}q{region}"]
 
     def local_params(self) -> str:
         """The function's parameters as a Python tuple (their values now)."""
@@ -202,7 +200,7 @@ class FunctionCompiler:
             sub.assign(e, result)
             sub.out.emit(f"return {result}")
         sub.close_count()
-        sub.guard(first)
+        sub.guard(first, name)
         if self.mode == "gen":
             sub.out.emit("if 0: yield")
         root.helpers[slot] = "\n".join([f"def {name}({', '.join(params)}):", *sub.out.lines])
@@ -393,7 +391,6 @@ class FunctionCompiler:
             self.handlers += 1
             self.fresh = False
             out.emit("try:")
-            first = self.a.marks.calls
             region = self.a.marks.region()
             out.emit(f"{REGION}r{region}")
             self.block(lambda: self.assign(e.body, target))
@@ -401,11 +398,12 @@ class FunctionCompiler:
             self.handlers -= 1
             out.emit("except Packet as _p:")
             out.depth += 1
-            if self.a.marks.calls != first:  # counted calls the exception kept from being made
-                out.emit(f"calls[0] -= unrun(_p, R{region})")
+            if self.a.batch_counts:  # calls counted and not made, in this try and below it
+                out.emit(f"settle(_p, R{region})")
+            else:
+                out.emit("_p.__traceback__ = None")
             self.open_count()
             out.emit(f"{self.local(e.name)} = _p")
-            out.emit("_p.__traceback__ = None")
             self.assign(e.handler, target)
             self.close_count()
             out.depth -= 1
@@ -738,14 +736,42 @@ class FunctionCompiler:
         return f"({a}, {b})"
 
 
+class Region:
+    """A function's body or a handler's `try` body in the generated source: per block of
+    direct code inside it (its lines first..last), where its counted calls end (line, column);
+    `known`: the calls not made, by instruction offset of where an exception left the frame
+    (filled by `Region.at`; every PE runs the same code objects)."""
+
+    __slots__ = ("blocks", "known")
+
+    def __init__(self, blocks: tuple) -> None:
+        self.blocks = blocks
+        self.known: dict[int, int] = {}
+
+    def at(self, tb) -> int:
+        """The calls not made in the frame of traceback entry `tb` (inside this region)."""
+        n = self.known.get(tb.tb_lasti)
+        if n is None:
+            n = self.known[tb.tb_lasti] = self.unrun_at(tb.tb_frame.f_code, tb.tb_lasti)
+        return n
+
+    def unrun_at(self, code, lasti: int) -> int:
+        """The counted calls of the blocks around instruction `lasti` of `code` that end after
+        it (Python's code positions count UTF-8 columns, as `resolve_marks` does)."""
+        line, end_line, _, end_col = list(code.co_positions())[lasti // 2]
+        at = (end_line, end_col)
+        return sum(1 for first, last, ends in self.blocks if first <= line <= last for end in ends if end > at)
+
+
 class Marks:
     """Numbers for the marked blocks, calls and regions of one module's code."""
 
-    __slots__ = ("blocks", "calls", "regions", "block_of")
+    __slots__ = ("blocks", "calls", "regions", "block_of", "functions")
 
     def __init__(self) -> None:
         self.blocks = self.calls = self.regions = 0
         self.block_of: dict[int, int] = {}  # call -> its block
+        self.functions: dict[str, int] = {}  # Python function -> the region of its body
 
     def block(self) -> int:
         self.blocks += 1
@@ -756,8 +782,10 @@ class Marks:
         self.block_of[self.calls] = block
         return self.calls
 
-    def region(self) -> int:
+    def region(self, function: str | None = None) -> int:
         self.regions += 1
+        if function is not None:
+            self.functions[function] = self.regions
         return self.regions
 
 
@@ -782,8 +810,9 @@ def resolve_marks(source: str, marks: Marks, constants: dict) -> str:
             raw = _strip_calls(raw, len(lines) + 1, marks, ends)
         lines.append(raw)
     for n, (first, last) in regions.items():
-        constants[f"R{n}"] = tuple((b0, b1, tuple(ends.get(b, ()))) for b, (b0, b1) in blocks.items()
-                                   if first <= b0 and b1 <= last)
+        constants[f"R{n}"] = Region(tuple((b0, b1, tuple(ends.get(b, ()))) for b, (b0, b1) in blocks.items()
+                                          if first <= b0 and b1 <= last))
+    constants[FUNCTION_REGIONS] = {name: constants[f"R{n}"] for name, n in marks.functions.items()}
     return "\n".join(lines)
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 import time
-import weakref
 
 from hpgrem import ir
 from pam.errors import LimitExceeded
 from pam.ml import codegen
 from pam.ml.codecs import codecs
+from pam.ml.codegen import FUNCTION_REGIONS, Region
 from pam.ml.task import INNER, STARTED, MLTask, MLTaskKind, make_nested, make_step
 from pam.ml.tracing import MLTrace
 from pam.ml.values import BASIS_EXCEPTIONS, DIV, OVERFLOW, Closure, ExnCon, Packet
@@ -42,15 +42,17 @@ class MLRuntime:
         from pam.ml import basis
 
         calls, banked = [0], [0]
+        regions: dict[int, Region] = {}  # filled once the code is executed
+        settle = make_settle(calls, regions)
         tick = _ticker(pe, calls, banked, timeout)
         trace = MLTrace(pe.tracer, self.analysis.info) if self.tracing and pe.tracer is not None else None
         ns: dict = {
-            "calls": calls, "nested": make_nested(calls, tick, trace), "tick": tick, "Again": Again,
+            "calls": calls, "nested": make_nested(calls, tick, settle, trace), "tick": tick, "Again": Again,
             "Packet": Packet, "ExnCon": ExnCon, "Closure": Closure,
             "G": [None] * len(self.analysis.globals),
             "ovf": _overflow, "idiv": _idiv, "imod": _imod, "rdiv": _rdiv, "assign": _assign,
             "before": _before, "eq": basis.ml_equal, "out": _printer(pe.output),
-            "rw": _untraced if trace is None else trace.inline, "unrun": unrun,
+            "rw": _untraced if trace is None else trace.inline, "settle": settle,
         }
         for name, con in BASIS_EXCEPTIONS.items():
             ns[f"X_{name}"] = con
@@ -71,6 +73,8 @@ class MLRuntime:
             elif key[0] in ("closure", "closure0"):
                 deferred.append((key, name))
         exec(code, ns)
+        for name, region in constants.get(FUNCTION_REGIONS, {}).items():
+            regions[id(ns[name].__code__)] = region
         for (kind, fkey), name in deferred:
             info = infos[fkey]
             fn = ns[info.py]
@@ -80,7 +84,7 @@ class MLRuntime:
                 ns[name] = _closure_maker(fn, fkey, info.gen, info.pure)
         if trace is not None:
             trace.bind(ns)
-        step = make_step(pe, basis.exn_message, calls, banked, trace)
+        step = make_step(pe, basis.exn_message, calls, banked, settle, trace)
         place = self.places[pe.number] = MLPlace(self, ns, step)
         if pe.net is not None:
             pe.net.add_kind(MLTaskKind(place))
@@ -151,22 +155,36 @@ def _untraced(index: int, place: int, values) -> None:
     """`rw` of traced code loaded on a PE that has no tracer: nothing to report."""
 
 
-_POSITIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def make_settle(calls: list, regions: dict[int, Region]):
+    """`settle(exc, here)`, called where an ML exception is caught (a handler of generated code,
+    with the Region of its `try` body, or a driver, pam/ml/task.py): takes back from `calls[0]`
+    the calls that blocks of direct code counted at their start (ml-batch-counts) and that `exc`
+    kept from being made, in each frame it left (by `regions`: id of a function's code -> the
+    Region of its body), then drops the traceback. So --stats counts exactly the reductions
+    made, as the trace's events do, and code that raises nothing pays nothing."""
 
+    known = regions.get
 
-def unrun(exc: BaseException, table: tuple) -> int:
-    """The calls that blocks of the frame that catches `exc` counted at their start
-    (ml-batch-counts) and that `exc` kept from being made: per block of `table` (a region's,
-    pam/ml/codegen.py) around the instruction `exc` left at, its counted calls that end after it
-    in the source. So --stats counts exactly the reductions made, as the trace's events do."""
-    tb = exc.__traceback__
-    code = tb.tb_frame.f_code
-    positions = _POSITIONS.get(code)
-    if positions is None:
-        positions = _POSITIONS[code] = list(code.co_positions())
-    line, end_line, _, end_col = positions[tb.tb_lasti // 2]
-    at = (end_line, end_col)
-    return sum(1 for first, last, ends in table if first <= line <= last for end in ends if end > at)
+    def settle(exc: BaseException, here: Region | None = None) -> None:
+        tb = exc.__traceback__
+        if tb is None:
+            return
+        n = 0
+        if here is not None:  # the catching frame: only its `try` body was left
+            n = here.known.get(tb.tb_lasti)
+            if n is None:
+                n = here.at(tb)
+            tb = tb.tb_next
+        while tb is not None:
+            region = known(id(tb.tb_frame.f_code))
+            if region is not None:
+                m = region.known.get(tb.tb_lasti)
+                n += region.at(tb) if m is None else m
+            tb = tb.tb_next
+        if n:
+            calls[0] -= n
+        exc.__traceback__ = None
+    return settle
 
 
 def _closure_maker(fn, key: str, gen: bool, pure: bool):

@@ -75,11 +75,12 @@ class MLTaskKind:
         return MLTask(step, thunk, result, site)
 
 
-def make_nested(calls: list, tick, trace=None):
+def make_nested(calls: list, tick, settle, trace=None):
     """The driver of direct code that went deeper than Python recursion may: it runs a frame
     stack on the heap to the end (direct functions never fork) and returns the result or
     raises the exception. `calls[0]` counts its applications (calls and tail calls) as direct
-    code counts calls, and `tick()` checks the limits now and then. `entered` is 1 when the
+    code counts calls, and `tick()` checks the limits now and then; `settle(exc)` (pam/ml/loader.py)
+    takes back the calls a caught exception kept from being made. `entered` is 1 when the
     caller has not counted the application of `gen` itself. With `trace` (pam/ml/tracing.py)
     each application is a rewrite event; `place` is where `gen`'s frame is below the task's top
     frame (each frame on the heap stack one deeper)."""
@@ -118,7 +119,7 @@ def make_nested(calls: list, tick, trace=None):
                 gen = st[-1]
                 value = v
             except Packet as p:
-                p.__traceback__ = None
+                settle(p)
                 st.pop()
                 if not st:
                     calls[0] += n
@@ -136,7 +137,7 @@ def make_nested(calls: list, tick, trace=None):
     return nested
 
 
-def make_step(pe, describe, calls: list, banked: list, trace=None):
+def make_step(pe, describe, calls: list, banked: list, settle, trace=None):
     """The `proc` of ML tasks on `pe`; `describe(packet)` is the text of an uncaught exception.
     Direct code counts its calls in `calls[0]`, and `tick` moves them to `banked[0]` now and
     then (pam/ml/loader.py). With `trace` (pam/ml/tracing.py) every application is also a
@@ -192,7 +193,7 @@ def make_step(pe, describe, calls: list, banked: list, trace=None):
             try:
                 v = c.fn(*c.env, ())
             except Packet as p:
-                p.__traceback__ = None
+                settle(p)
                 account(0, 1)
                 return finish(t, False, p)
             if not c.gen:
@@ -224,7 +225,7 @@ def make_step(pe, describe, calls: list, banked: list, trace=None):
                 gen = st[-1]
                 value = v
             except Packet as p:
-                p.__traceback__ = None
+                settle(p)
                 st.pop()
                 if not st:
                     account(INNER - n, applied)
@@ -262,7 +263,7 @@ def make_step(pe, describe, calls: list, banked: list, trace=None):
                             try:
                                 v = c.fn(*c.env, ())
                             except Packet as p:
-                                p.__traceback__ = None
+                                settle(p)
                                 exc = p
                                 continue
                             if c.gen:
