@@ -669,6 +669,8 @@ def _construct_step(pe, compiler: SearchCompiler, rel: AllSolutions, srel: Proce
     kind = rel.construct
     has_list = kind != "not"
     meter = pe.meter
+    tracer = pe.tracer  # a traced run reports each resolution as a rewrite (pam.trace)
+    rule = f"{rel.key}:search"
 
     @declare(rel.name, rel.arity, cost, key=rel.key)
     def start(t):
@@ -684,11 +686,30 @@ def _construct_step(pe, compiler: SearchCompiler, rel: AllSolutions, srel: Proce
         task.tail = args[0] if kind == "subset" else None
         return task
 
-    @declare(rel.name, rel.arity, cost, key=f"{rel.key}:search")
+    def traced_search(t, budget: int, shown: list) -> tuple[int, int]:
+        """`Search.run` in a traced run: one rewrite per resolution, so the trace's rewrites
+        are the reductions the statistics count."""
+        n = 0
+        while n < budget:
+            status, k = t.search.run(1)
+            if k:
+                n += 1
+                report(t, shown)
+            if status != MORE:
+                return status, n
+        return MORE, n
+
+    def report(t, shown: list) -> None:
+        if not shown:
+            shown += ("", []) if tracer.trace.cut else tracer.task_text(t)
+        tracer.rewrite(t, rule, shown[0], shown[1], span=t.site, cost=cost)
+
+    @declare(rel.name, rel.arity, cost, key=rule)
     def run(t):
         budget = min(STEP_RESOLUTIONS, max(1, meter[0] + 1))
         used = 0
         status = MORE
+        shown: list = []  # the task's text and variables, once per step (traced runs)
         while used < budget:
             if kind == "subset":
                 tail = _deref(t.tail)
@@ -701,7 +722,7 @@ def _construct_step(pe, compiler: SearchCompiler, rel: AllSolutions, srel: Proce
                 if tail is NIL:  # the consumer wants no more: the search is abandoned
                     status = None
                     break
-            status, n = t.search.run(budget - used)
+            status, n = t.search.run(budget - used) if tracer is None else traced_search(t, budget - used, shown)
             used += n
             if status != FOUND:
                 break
@@ -715,6 +736,8 @@ def _construct_step(pe, compiler: SearchCompiler, rel: AllSolutions, srel: Proce
             status = MORE
         if used > 1:
             meter[1] += used - 1
+        elif tracer is not None and not used:  # the step is a reduction though it resolved nothing
+            report(t, shown)
         if status is None:
             return None
         if status == MORE:
@@ -725,6 +748,8 @@ def _construct_step(pe, compiler: SearchCompiler, rel: AllSolutions, srel: Proce
             raise ProgramFailure("failed: no more solutions for the list's next cell", t.describe(), t.site)
         return None
 
+    if tracer is not None:
+        run.traced = True
     return start
 
 
