@@ -489,6 +489,9 @@ class TensorRuntime:
             buffer = b.result(whole, group.index(pe.number), ranks)
             if b.mean and ranks > 1:
                 buffer /= ranks
+            views = buffer is whole or buffer.base is whole
+            if views:  # the outputs are views of the buffer: counted from here as they are bound
+                replica.meter.free("communication", whole.nbytes)
             offset = 0
             for i, shape in zip(b.outputs, b.shapes):
                 n = int(np.prod(shape))
@@ -496,7 +499,8 @@ class TensorRuntime:
                 pe.bind(slots[i], part)
                 replica.produced(i, part)
                 offset += n
-            replica.meter.free("communication", whole.nbytes)
+            if not views:  # a reduce-scatter's chunk is a copy: both lived until here
+                replica.meter.free("communication", whole.nbytes)
             replica.in_flight -= 1
             if b.kind == "all_gather":
                 replica.gathered += 1
