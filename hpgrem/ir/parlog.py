@@ -322,7 +322,9 @@ class AllSolutions(Relation):
         what = "all-solutions" if self.construct == SEARCH else self.construct
         out: list = [f"{what} relation {self.key}", IN]
         for c in self.clauses():
-            out += [NL, quote_atom(self.name), inline(c), f".    % {c.span.line}:{c.span.col}, {c.nvars} vars"]
+            head = ["(", *_args(c.head), ")"] if c.head else []
+            body = [" :- ", c.body] if c.body is not None else []
+            out += [NL, quote_atom(self.name), *head, *body, f".    % {c.span.line}:{c.span.col}, {c.nvars} vars"]
         out.append(OUT)
         return out
 
