@@ -289,3 +289,18 @@ def test_a_traced_run_reports_each_resolution_as_a_rewrite(name):
     assert rewrites_per_pe(events, 4) == [p.reductions for p in plain.per_pe] == [p.reductions for p in traced.per_pe]
     assert traced.time == plain.time
     assert any(e["ev"] == "rewrite" and e["rule"].endswith(":search") for e in events)
+
+
+@pytest.mark.parametrize("pes", [1, 16])
+def test_call3_stops_an_endless_search(pes):
+    program = """
+    nat(0).
+    nat(N) :- nat(M), N is M + 1.
+    mode all(^).
+    all(L) <- set(L, X, nat(X)).
+    mode delay(?, ^).
+    delay(0, C) <- C = [stop].
+    delay(N, C) <- N > 0 : N1 is N - 1, delay(N1, C).
+    main <- call(all(L), S, C), delay(3000, C), write(S).
+    """
+    assert run_program(program, pes=pes)[0] == "stopped"
