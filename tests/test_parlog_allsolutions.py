@@ -304,3 +304,27 @@ def test_call3_stops_an_endless_search(pes):
     main <- call(all(L), S, C), delay(3000, C), write(S).
     """
     assert run_program(program, pes=pes)[0] == "stopped"
+
+
+REMOTE_CONSUMER = """
+nat(0).
+nat(N) :- nat(M), N is M + 1.
+mode take(?, ?, ^).
+take(0, Xs, []) <- Xs = [].
+take(N, [X|Xs], [X|Ys]) <- N > 0 : N1 is N - 1, take(N1, Xs, Ys).
+mode firsts(?, ^).
+firsts(L, F) <- take(4, L, F).
+main <- subset(L, X, nat(X)), firsts(L, F) @ 1, write(F), nl.
+"""
+
+
+def test_subset_feeds_a_consumer_on_another_pe(tmp_path):
+    assert run_program(REMOTE_CONSUMER, pes=16)[0] == "[0,1,2,3]\n"
+    if shutil.which("mpiexec") is None:
+        return
+    path = tmp_path / "remote.par"
+    path.write_text(REMOTE_CONSUMER)
+    r = subprocess.run([shutil.which("mpiexec"), "-n", "2", sys.executable, "-m", "hpgrem.driver.cli", "run", str(path)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "[0,1,2,3]\n"
