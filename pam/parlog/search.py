@@ -7,7 +7,7 @@ primitives that open its body inline, and returns the goals still to run, its fi
 call in front of the continuation `k`, or False when it fails. Goals are frames
 `(relation, args, next)`: a linked list that choice points share, so a search of any depth is a
 loop, never Python recursion. A primitive that follows a relation call in a body becomes a
-relation of one clause of its own (a `Goal` of this module). `Search` is the loop: it runs frames
+`Procedure` of one clause of its own, run when its frame is reached. `Search` is the loop: it runs frames
 and choice points for a budget of resolutions and says whether it found a solution, is out of
 solutions, or has more to do.
 
