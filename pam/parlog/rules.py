@@ -29,8 +29,8 @@ from pam.parlog.guards import Guards
 from pam.parlog.subcomp import Subcomputations
 from pam.parlog.notes import COST, EXPORTABLE
 from pam.parlog.relation_code import RelationCode, Shape
-from pam.step import declare
 from pam.parlog.search import SearchCompiler
+from pam.step import declare
 from pam.task import Placed, Seq
 from pam.terms import Cons
 from pam.terms import Struct as RStruct
@@ -113,11 +113,11 @@ class RuleCompiler:
             e(f"{name} = RT['{name}']")
         e("globals().update(CONSTS)")
         for key, rel in self.module.rules.items():
-            self.relation(rel)
             if isinstance(rel, AllSolutions):
                 if key in self.proc_names:
                     e(f"{self.proc_names[key]} = SEARCHES[{key!r}]")
                 continue
+            self.relation(rel)
             for lines in self.later:
                 for line in lines:
                     e(line)
@@ -239,9 +239,9 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         # schedule (pam/parlog/clause_code.py): a goal run in its caller's step that suspends is parked;
         # an exportable one runs there only on one PE or below the lift threshold
         "RUN": run_here, "SOLO": pe.net is None, "GUARD": guards.guard, "GDONE": guards.done,
+        "SEARCHES": search.load(rc.searches, pe),
         "SPARE": GoalKind(getattr(getattr(pe.net.transport, "sim", None), "costs", DEFAULT)).spare
         if pe.net is not None else None,
-        "SEARCHES": search.load(rc.searches, pe),
     }
     if tracer is not None:
         runtime.update(trace_calls(tracer))
