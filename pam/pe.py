@@ -263,6 +263,10 @@ class PE:
             except ProgramFailure as failure:
                 if self.boundary is None or not self.boundary(self.failed, failure):
                     raise
+                # the failed step was counted as a reduction, but what it reduced is only what
+                # it ran inside itself before failing (a loop's rounds: rewrites when traced)
+                self.stats.reductions += self.meter[1] - 1
+                self.meter[1] = 0
                 if budget is not None and self.steps - start >= budget:
                     return self.steps - start
 

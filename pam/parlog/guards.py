@@ -237,14 +237,26 @@ class Guards:
         """The step of a GuardTask: run its guard's goals for a time slice."""
         run: GuardRun = task.args[0]
         if run.abandoned:
+            self._report(run, "abandoned")
             return None
         pe = self.pe
         outcome = self._run(run)
         if outcome is None:
+            self._report(run, "ran a slice")
             pe.ready.appendleft(task)  # to the back of the queue: others take their turn
             return None
+        self._report(run, {True: "succeeded", False: "failed"}.get(outcome, "suspended")
+                     if type(outcome) is not list else "suspended")
         self._finish(run, outcome)
         return None
+
+    def _report(self, run: GuardRun, what: str) -> None:
+        """Each step of a GuardTask is a reduction (the PE's loop counts it): one rewrite event
+        for it when traced, after the events of the guard's own goals in that slice."""
+        tracer = self.pe.tracer
+        if tracer is not None:
+            tracer.rewrite(run.caller, "guard", f"guard {what}: {run.caller.describe()}", [],
+                           span=run.spec.site)
 
     def _run(self, run: GuardRun):
         """A slice of `run` with the PE's queue and suspensions its own; the outcome, or None."""
@@ -267,9 +279,9 @@ class Guards:
                 saved.append((v, s))
         tracer = pe.tracer
         outcome = None
-        calls = 0
+        done = [0]  # reductions so far: kept when a goal fails or binds the call mid-slice
         try:
-            calls = self._steps(pe, ready, run, tracer)
+            self._steps(pe, ready, run, tracer, done)
         except BindsCall as bound:
             var = bound.var
             var.val = None
@@ -290,7 +302,7 @@ class Guards:
             ready.extend(outer)
             pe.suspended = outer_suspended
             meter[0], meter[1] = m0, m1
-            pe.stats.reductions += calls
+            pe.stats.reductions += done[0]
         if outcome is None:
             if run.group.count == 0:
                 outcome = True
@@ -300,8 +312,10 @@ class Guards:
             self._unpark(run)
         return outcome
 
-    def _steps(self, pe, ready, run: GuardRun, tracer) -> int:
-        """Up to a time slice of the run's goals (as pam.pe.PE.run would run them)."""
+    def _steps(self, pe, ready, run: GuardRun, tracer, done: list[int]) -> None:
+        """Up to a time slice of the run's goals (as pam.pe.PE.run would run them). `done[0]`
+        counts the reductions as they happen: a step that suspends or fails is none (as in the
+        PE's loop, and as the trace shows it: no rewrite event)."""
         meter = pe.meter
         calls = 0
         while ready and calls < SLICE:
@@ -315,18 +329,25 @@ class Guards:
                 before = None
                 if tracer is not None and not getattr(proc, "traced", False):
                     before = tracer.begin_task(t)
-                r = proc(t)
+                try:
+                    r = proc(t)
+                except ProgramFailure:
+                    done[0] += meter[1]  # the reductions a loop ran inside the step before it failed
+                    raise
                 extra = meter[1]
                 meter[1] = 0
                 calls += extra
                 pe.instructions += extra * proc.cost
                 kind = type(r)
                 if kind is list:
+                    done[0] += extra
                     pe.park(t, r)
                     break
                 if kind is WaitAll:
+                    done[0] += extra
                     pe.park_all(t, r)
                     break
+                done[0] += 1 + extra
                 if before is not None:
                     tracer.commit_task(before, r)
                 if r is None:
@@ -339,7 +360,6 @@ class Guards:
                 if calls >= SLICE:
                     ready.append(t)
                     break
-        return calls
 
     @staticmethod
     def _waits_on_call(run: GuardRun) -> list[Var]:
@@ -363,12 +383,6 @@ class Guards:
 
     def _finish(self, run: GuardRun, outcome) -> None:
         run.outcome = outcome
-        tracer = self.pe.tracer
-        if tracer is not None:
-            what = {True: "succeeded", False: "failed"}.get(outcome, "suspended") \
-                if type(outcome) is not list else "suspended"
-            tracer.rewrite(run.caller, "guard", f"guard {what}: {run.caller.describe()}", [],
-                           span=run.spec.site)
         if outcome == "stuck":
             return  # the caller waits on `done` for ever: a deadlock at quiescence names it
         self.pe.bind(run.done, mkatom("done"))

@@ -727,6 +727,7 @@ def _construct_step(pe, compiler: SearchCompiler, rel: AllSolutions, srel: Proce
             if status != FOUND:
                 break
             if kind == "not":
+                meter[1] += used  # its resolutions were reductions (and rewrites), though it fails
                 raise ProgramFailure("~: the conjunction has a solution", t.describe(), t.site)
             instance = copy_term(t.answer)
             if kind == "set":

@@ -210,8 +210,10 @@ class Subcomputations:
         watcher = root.watcher
         if watcher is not None and watcher.waits is not None:
             detach(pe, watcher)
-        if pe.tracer is not None and watcher is not None:
-            pe.tracer.rewrite(watcher, "call/3", f"call/3 {status}", span=watcher.site)
+        if watcher is not None:  # the sub-computation's end is a reduction of its call
+            pe.stats.reductions += 1
+            if pe.tracer is not None:
+                pe.tracer.rewrite(watcher, "call/3", f"call/3 {status}", span=watcher.site)
         if not pe.unify(root.status, status):
             raise ProgramFailure(f"call/3: Status is already bound, cannot become {status}")
 
