@@ -131,6 +131,8 @@ def _ours(config_path: str, steps: int, ranks: int, kind: str = "dp") -> dict[st
     from backend.tensor.config import load_config
     from backend.tensor.train import Trainer
     from hpgrem.driver.cli import mpi_comm
+    from pam.tensor.kernels import retain_freed_memory
+    retain_freed_memory()  # as `hpgrem train` does (a process of its own: run by the bench)
     overrides = {("train", "steps"): steps, ("parallel", kind): ranks}
     if kind == "pp":
         overrides[("train", "micro_batches")] = PIPELINE_MICRO_BATCHES

@@ -82,7 +82,9 @@ def cmd_train(argv: list[str], comm) -> int:
     """`hpgrem train`; `comm` is MPI.COMM_WORLD under mpiexec with several ranks, else None."""
     from backend.tensor.config import TomlSyntaxError, load_config
     from backend.tensor.train import RunOptions, effective_config, train
+    from pam.tensor.kernels import retain_freed_memory
     args = train_parser().parse_args(argv)
+    retain_freed_memory()  # this process trains: keep freed buffers for the next step
     overrides = {tuple(dest.split(".")): value for dest, value in vars(args).items()
                  if "." in dest and value is not None}
     try:

@@ -11,11 +11,13 @@ as one per element and operation, roughly: a relative cost, not a measurement.
 
 Written for speed on a CPU: matrix products on 2-D views (one BLAS call), attention batched over
 batch and heads with no Python loop, softmax and LayerNorm in place on fresh buffers, and the
-backward of attention and cross-entropy reusing the probabilities their forward kept. Importing
-this module asks the C library's allocator to keep freed memory for reuse (`retain_freed_memory`):
-a step allocates and frees the same large buffers again and again, and glibc's default gives
-each one back to the system and faults it in anew (a small model's step took 0.17 s of CPU so,
-0.12 s with the memory kept). Only speed changes, and only in a process that runs tensor kernels.
+backward of attention and cross-entropy reusing the probabilities their forward kept. A process
+that trains (`hpgrem train`, the benchmark) asks the C library's allocator to keep freed memory
+for reuse (`retain_freed_memory`): a step allocates and frees the same large buffers again and
+again, and glibc's default gives each one back to the system and faults it in anew (a small
+model's step took 0.17 s of CPU so, 0.12 s with the memory kept). Not at import: the setting is
+for the whole process, whose memory then never shrinks (a test process that had imported this
+module grew to 8 GB and slowed every later test).
 """
 
 from __future__ import annotations
@@ -48,7 +50,6 @@ def retain_freed_memory() -> bool:
         (_M_MMAP_THRESHOLD, 1 << 30), (_M_TRIM_THRESHOLD, (1 << 31) - 1), (_M_TOP_PAD, 64 << 20)))
 
 
-retain_freed_memory()
 COLLECTIVES = frozenset({"allreduce", "reduce_scatter", "all_gather"})
 """Ops the runtime carries out itself (between ranks), not a kernel."""
 
