@@ -270,6 +270,19 @@ class PE:
                 if budget is not None and self.steps - start >= budget:
                     return self.steps - start
 
+    def _next_check(self, calls: int, limit, deadline, budget, check_every: int) -> int | None:
+        """At a batch's end (both loops): LimitExceeded past --max-steps or --timeout; None when
+        the loop's budget is spent; otherwise the call count of the next look."""
+        if limit is not None and calls >= limit:
+            raise LimitExceeded(f"step limit reached after {self.max_steps} steps "
+                                f"(--max-steps {self.max_steps})")
+        if deadline is not None and time.monotonic() > deadline:
+            raise LimitExceeded(self.deadline.message())
+        if budget is not None and calls >= budget:
+            return None
+        next_check = calls + check_every
+        return next_check if limit is None else min(next_check, limit)
+
     def _run(self, budget: int | None = None) -> int:
         ready = self.ready
         pop = ready.pop
@@ -330,16 +343,9 @@ class PE:
                         self.pause(t, full - (first - slice_left), calls >= next_check)
                         break
                 if calls >= next_check:
-                    if limit is not None and calls >= limit:
-                        raise LimitExceeded(f"step limit reached after {self.max_steps} steps "
-                                            f"(--max-steps {self.max_steps})")
-                    if deadline is not None and time.monotonic() > deadline:
-                        raise LimitExceeded(self.deadline.message())
-                    if budget is not None and calls >= budget:
+                    next_check = self._next_check(calls, limit, deadline, budget, check_every)
+                    if next_check is None:
                         break
-                    next_check = calls + check_every
-                    if limit is not None:
-                        next_check = min(next_check, limit)
         except ProgramFailure as failure:
             self.failed = t
             if failure.goal is None and t is not None:
@@ -422,16 +428,9 @@ class PE:
                         self.pause(t, full - (first - slice_left), calls >= next_check)
                         break
                 if calls >= next_check:
-                    if limit is not None and calls >= limit:
-                        raise LimitExceeded(f"step limit reached after {self.max_steps} steps "
-                                            f"(--max-steps {self.max_steps})")
-                    if deadline is not None and time.monotonic() > deadline:
-                        raise LimitExceeded(self.deadline.message())
-                    if budget is not None and calls >= budget:
+                    next_check = self._next_check(calls, limit, deadline, budget, check_every)
+                    if next_check is None:
                         break
-                    next_check = calls + check_every
-                    if limit is not None:
-                        next_check = min(next_check, limit)
             tracer.mark = self.instructions  # the batch is over: the driver advances the clock
         except ProgramFailure as failure:
             self.failed = t
