@@ -105,6 +105,7 @@ class Net:
         self.backoff = STEAL_BACKOFF[0]
         self.victim = self.rng.randrange(len(topology.neighbours(pe.number)) or 1)
         self.tracer = None  # the PE's recorder in a traced run (pam.trace)
+        self.refuse_bind = None  # proxy_bound's guard, set by a runtime for a while
 
     # -- what the runtimes register ----------------------------------------------------------
     def add_kind(self, kind: TaskKind) -> None:
@@ -226,7 +227,11 @@ class Net:
         self.send("FETCH", remote.owner, remote.ident)
 
     def proxy_bound(self, proxy: Var, remote: RemoteWaiters) -> None:
-        """A proxy was bound here: the binding goes to the owner, with the proxy's weight."""
+        """A proxy was bound here: the binding goes to the owner, with the proxy's weight. While
+        a runtime sets `refuse_bind` (a deep guard's slice), it is called first and may refuse
+        the binding by raising (after restoring `proxy.susp = remote`): nothing is sent."""
+        if self.refuse_bind is not None:
+            self.refuse_bind(proxy, remote)
         del self.imports[(remote.owner, remote.ident)]
         self.send("BIND", remote.owner, (remote.ident, self.pack(proxy.val), remote.weight))
 
@@ -330,6 +335,10 @@ class Net:
         self.pe.stats.exported += 1
         if self.tracer is not None:
             self.tracer.exporting(task)
+        value = kind.export(task)  # before the group is cut: the kind may read the task's scope
+        moved = getattr(kind, "moved", None)
+        if moved is not None:
+            moved(task, dst)
         group_ref = None
         if task.group is not None:
             gid = self.next_ident
@@ -337,7 +346,7 @@ class Net:
             self.groups[gid] = task.group
             group_ref = (self.pe.number, gid)
             task.group = None
-        code = self.pack(kind.export(task))
+        code = self.pack(value)
         payload = (kind.name, task.proc.key, code, task.site, group_ref)
         # the kind, the step and the call site are names known on every PE: a word each
         self.send("SPAWN", dst, payload, HEADER + 3 * WORD + size_bytes(code) + payload_bytes(group_ref))
@@ -348,7 +357,9 @@ class Net:
         kind, key, code, site, group_ref = m.payload
         task = self.kind_names[kind].arrive(self.procs[key], self.unpack(code), site)
         if group_ref is not None:
-            task.group = AndGroup(None, [], group_ref)
+            # the stand-in's parent is the group the kind gave the task (a scope it belongs to
+            # here, or None); FINISH goes home from the stand-in and never reaches that parent
+            task.group = AndGroup(task.group, [], group_ref)
             task.group.count = 1
         if self.tracer is not None:
             self.tracer.arrived(task, m)
@@ -359,7 +370,15 @@ class Net:
         self.send("FINISH", pe, gid)
 
     def got_finish(self, m: Message) -> None:
-        self.pe.finish(self.groups.pop(m.payload))
+        group = self.groups.pop(m.payload, None)
+        if group is not None:  # None: forgotten, its scope was stopped (`forget_groups`)
+            self.pe.finish(group)
+
+    def forget_groups(self, gone: Callable[[AndGroup], bool]) -> None:
+        """Drop the exported memberships whose group `gone` says is discarded (a runtime
+        stopped the scope it belongs to): a FINISH that still comes for one is ignored."""
+        for gid in [gid for gid, g in self.groups.items() if gone(g)]:
+            del self.groups[gid]
 
     def placement(self, where, task: Task) -> int:
         """The PE that `Goal @ Where` names (spec/parlog.md)."""

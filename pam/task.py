@@ -49,7 +49,12 @@ class TaskKind(Protocol):
         """The term that travels for `task` (its unbound variables become global names)."""
 
     def arrive(self, step, value, site) -> Task:
-        """The task rebuilt on the receiving PE from `value`; `step` is the step it had."""
+        """The task rebuilt on the receiving PE from `value`; `step` is the step it had. A
+        group it gives the task (a scope the task belongs to on this PE) becomes the parent of
+        the stand-in group that reports its end home; usually None."""
+
+    # Optional: `moved(task, dst)`, told where a task was sent (after `export`), for a kind
+    # that must reach its tasks later (a call/3 stopping its goals on other PEs).
 
 
 class Seq:

@@ -17,7 +17,16 @@ reads `waits`), before anyone waiting on it sees the value; the binding is undon
 waits for the caller to bind that variable. The run's goals use the PE's ready queue and
 suspension table while the slice lasts (the compiled steps hold the queue), so nothing of a guard
 is ever in the PE's own queue or table between slices: no leftover tasks, no leaked suspensions.
-Guards run on the PE of their call (a `GuardTask` is no kind that travels).
+Across PEs (`GuardKind`): a run that has run at most MOVE_SLICES slices may be stolen like a
+goal, when one of its goals' relations can fan out (the grain rule of goals), and starts afresh
+on the thief (a guard binds nothing of the call, so starting again is safe). What travels is its guard (by the
+number of its spec, the same on every PE), the call's matched values and its `done` variable;
+the thief starts the run afresh and, when it ends, binds `done` (a proxy there) to the outcome
+(`'$guard_ok'(Locals)`, `failed`, or `'$guard_waits'(Vars)`), which reaches the caller as a BIND.
+A commit at home sends ABANDON to the PE of each of the call's other exported runs; the thief
+drops them at their next step. On a thief every variable of the call is a proxy (or one of its
+own): a guard goal that binds a proxy is refused by the Net (`refuse_bind`, set for the slice)
+before a BIND leaves, and one that waits on a proxy makes the run wait for the caller, as at home.
 """
 
 from __future__ import annotations
@@ -34,7 +43,12 @@ from pam.parlog.goal import Goal
 from pam.pe import SLICE
 from pam.step import WaitAll, declare
 from pam.task import AndGroup, Task
-from pam.terms import Cons, Struct, Var, deref, mkatom
+from pam.terms import NIL, Cons, Struct, Var, deref, from_list, mkatom, to_list
+
+# A run that has run at most this many slices may still be sent away (and start afresh there):
+# what it did is lost, at most this many time slices of work.
+MOVE_SLICES = 16
+GUARD_OK, GUARD_WAITS, FAILED = mkatom("$guard_ok"), mkatom("$guard_waits"), mkatom("failed")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -75,12 +89,13 @@ class GuardRun:
     """One clause's guard computation for one call."""
 
     __slots__ = ("caller", "spec", "done", "ready", "suspended", "group", "protected", "locals",
-                 "outcome", "abandoned")
+                 "outcome", "abandoned", "values", "slices", "at", "home")
 
-    def __init__(self, caller: Task, spec: GuardSpec, protected: list[Var], locals_: tuple) -> None:
-        self.caller = caller
+    def __init__(self, caller: Task | None, spec: GuardSpec, protected: list[Var], locals_: tuple,
+                 values: tuple, done: Var | None = None) -> None:
+        self.caller = caller  # None on a PE the run was sent to
         self.spec = spec
-        self.done = Var()  # bound when the outcome is known: the caller waits on it
+        self.done = Var() if done is None else done  # bound when the outcome is known: the caller waits on it
         self.ready: deque = deque()
         self.suspended: dict = {}
         self.group = AndGroup(None, [])
@@ -89,6 +104,10 @@ class GuardRun:
         # None while running; True, False, a list of call variables to wait for, or "stuck"
         self.outcome: object = None
         self.abandoned = False
+        self.values = values  # the call's matched values it started from
+        self.slices = 0
+        self.at: int | None = None  # the PE it was sent to, if it was
+        self.home: tuple[int, int] | None = None  # on that PE: (the call's PE, its number there)
 
 
 class GuardTask(Task):
@@ -97,7 +116,10 @@ class GuardTask(Task):
     __slots__ = ()
 
     def describe(self, names: dict | None = None) -> str:
-        return f"guard of {self.args[0].caller.describe(names)}"
+        run = self.args[0]
+        if run.caller is None:
+            return f"guard of a call on PE {run.home[0]}"
+        return f"guard of {run.caller.describe(names)}"
 
 
 def build_term(term, env: list):
@@ -162,9 +184,9 @@ def detach(suspended, task: Task) -> None:
     waiter = waits if type(waits) is WaitAll else task
     for v in variables:
         s = v.susp
-        if type(s) is list and waiter in s:
+        if isinstance(s, list) and waiter in s:  # a proxy's RemoteWaiters too
             s.remove(waiter)
-            if not s:
+            if not s and type(s) is list:
                 v.susp = None
     task.waits = None
     suspended.pop(task, None)
@@ -173,14 +195,24 @@ def detach(suspended, task: Task) -> None:
 class Guards:
     """The deep guards of one PE: runs by calling task and clause."""
 
-    def __init__(self, pe, lookup) -> None:
+    def __init__(self, pe, lookup, consts: dict | None = None) -> None:
         self.pe = pe
         self.lookup = lookup  # relation or primitive key -> this PE's step
         self.runs: dict[Task, dict[GuardSpec, GuardRun]] = {}
+        # the program's guards by number (their constant's, the same on every PE), for runs that travel
+        self.specs = {int(k[1:]): v for k, v in (consts or {}).items() if type(v) is GuardSpec}
+        self.numbers = {id(v): k for k, v in self.specs.items()}
+        self.exported: dict[int, GuardRun] = {}  # runs sent away, by their number here
+        self.arrived: dict[tuple[int, int], GuardRun] = {}  # runs sent here, by (home PE, number)
+        self.sent = 0
+        self.fans: dict[int, bool] = {}  # by spec: one of its goals can fan out
         def slice_step(task: GuardTask):
             return self._slice(task)
         self.step = declare("guard", 1, 1, key="$guard")(slice_step)
         self.step.traced = True  # it reports its goals' rewrites itself
+        if pe.net is not None:
+            pe.net.add_kind(GuardKind(self))
+            pe.net.add_handler("ABANDON", self._got_abandon)
 
     # -- what clause code calls -------------------------------------------------------------
     def guard(self, t: Task, spec: GuardSpec, values: tuple):
@@ -188,6 +220,8 @@ class Guards:
         otherwise a list of variables for the calling clause to suspend on."""
         runs = self.runs.get(t)
         run = None if runs is None else runs.get(spec)
+        if run is not None and run.at is not None and run.outcome is None:
+            self._settle(run)
         if run is not None and type(run.outcome) is list:
             waits = [v for v in run.outcome if type(deref(v)) is Var]
             del runs[spec]
@@ -211,23 +245,80 @@ class Guards:
         if runs:
             for run in runs.values():
                 run.abandoned = True
+                if run.at is not None and self.exported.pop(id(run), None) is not None:
+                    self.pe.net.send("ABANDON", run.at, (self.pe.number, id(run)))
+
+    # -- runs on other PEs ------------------------------------------------------------------
+    def spare(self, task: GuardTask) -> bool:
+        """A run may be sent away, to start afresh there, while it has run few slices here (an
+        idle PE asks between its PE's batches, after some), when one of its goals can fan out."""
+        run = task.args[0]
+        if run.slices > MOVE_SLICES or run.abandoned or run.home is not None or id(run.spec) not in self.numbers:
+            return False
+        fans = self.fans.get(id(run.spec))
+        if fans is None:
+            fans = self.fans[id(run.spec)] = any(getattr(self.lookup(g.target), "exportable", False)
+                                                 for g in run.spec.goals)
+        return fans
+
+    def export(self, task: GuardTask) -> tuple:
+        run = task.args[0]
+        run.ready.clear()  # its goals, never run, are made afresh there
+        self.exported[id(run)] = run
+        return (self.pe.number, id(run), self.numbers[id(run.spec)], run.done, run.values)
+
+    def moved(self, task: GuardTask, dst: int) -> None:
+        task.args[0].at = dst
+
+    def arrive(self, step, value: tuple, site) -> GuardTask:
+        """A run sent here: started afresh, its outcome bound to the caller's `done`."""
+        home, number, spec, done, values = value
+        run = self._run_for(None, self.specs[spec], values, done)
+        run.home = (home, number)
+        self.arrived[run.home] = run
+        counters = self.pe.stats.counters
+        counters["guards_remote"] = counters.get("guards_remote", 0) + 1
+        return GuardTask(self.step, (run,), None, site)
+
+    def _got_abandon(self, m) -> None:
+        run = self.arrived.pop(tuple(m.payload), None)
+        if run is not None:
+            run.abandoned = True  # its task drops it at its next step
+
+    def _settle(self, run: GuardRun) -> None:
+        """A run sent away: its outcome, once its `done` is bound there."""
+        answer = deref(run.done)
+        if type(answer) is Var:
+            return
+        self.exported.pop(id(run), None)
+        if answer is FAILED:
+            run.outcome = False
+        elif type(answer) is Struct and answer.name == GUARD_OK:
+            run.locals = tuple(to_list(answer.args[0])[0])
+            run.outcome = True
+        else:
+            run.outcome = list(to_list(answer.args[0])[0])
 
     # -- runs -------------------------------------------------------------------------------
     def _start(self, t: Task, spec: GuardSpec, values: tuple) -> GuardRun:
+        run = self._run_for(t, spec, values)
+        task = GuardTask(self.step, (run,), None, spec.site)
+        if self.pe.tracer is not None:
+            self.pe.tracer.spawned(task)
+        self.pe.ready.appendleft(task)
+        return run
+
+    def _run_for(self, t: Task | None, spec: GuardSpec, values: tuple, done: Var | None = None) -> GuardRun:
         env: list = [None] * spec.nvars
         for i, v in zip(spec.known, values):
             env[i] = v
         goals = [self._goal(g, env) for g in spec.goals]
         locals_ = tuple(env[i] if env[i] is not None else Var() for i in spec.local)
-        run = GuardRun(t, spec, unbound_local_vars(values), locals_)
+        run = GuardRun(t, spec, unbound_local_vars(values), locals_, tuple(values), done)
         for g in goals:
             g.group = run.group
         run.group.count = len(goals)
         run.ready.extend(reversed(goals))
-        task = GuardTask(self.step, (run,), None, spec.site)
-        if self.pe.tracer is not None:
-            self.pe.tracer.spawned(task)
-        self.pe.ready.appendleft(task)
         return run
 
     def _goal(self, call: Call, env: list) -> Task:
@@ -237,25 +328,29 @@ class Guards:
         """The step of a GuardTask: run its guard's goals for a time slice."""
         run: GuardRun = task.args[0]
         if run.abandoned:
-            self._report(run, "abandoned")
+            self._report(task, "abandoned")
+            self._unpark(run)
             return None
         pe = self.pe
+        run.slices += 1
         outcome = self._run(run)
         if outcome is None:
-            self._report(run, "ran a slice")
+            self._report(task, "ran a slice")
             pe.ready.appendleft(task)  # to the back of the queue: others take their turn
             return None
-        self._report(run, {True: "succeeded", False: "failed"}.get(outcome, "suspended")
+        self._report(task, {True: "succeeded", False: "failed"}.get(outcome, "suspended")
                      if type(outcome) is not list else "suspended")
         self._finish(run, outcome)
         return None
 
-    def _report(self, run: GuardRun, what: str) -> None:
+    def _report(self, task: GuardTask, what: str) -> None:
         """Each step of a GuardTask is a reduction (the PE's loop counts it): one rewrite event
         for it when traced, after the events of the guard's own goals in that slice."""
         tracer = self.pe.tracer
         if tracer is not None:
-            tracer.rewrite(run.caller, "guard", f"guard {what}: {run.caller.describe()}", [],
+            run = task.args[0]
+            caller = run.caller if run.caller is not None else task
+            tracer.rewrite(caller, "guard", f"guard {what}: {caller.describe()}", [],
                            span=run.spec.site)
 
     def _run(self, run: GuardRun):
@@ -280,6 +375,9 @@ class Guards:
         tracer = pe.tracer
         outcome = None
         done = [0]  # reductions so far: kept when a goal fails or binds the call mid-slice
+        net = pe.net
+        if net is not None:
+            net.refuse_bind = _refuse_proxy
         try:
             self._steps(pe, ready, run, tracer, done)
         except BindsCall as bound:
@@ -292,6 +390,8 @@ class Guards:
         except ProgramFailure:
             outcome = False
         finally:
+            if net is not None:
+                net.refuse_bind = None
             for v, s in saved:
                 if s and type(s[0]) is Protect:
                     del s[0]
@@ -363,13 +463,15 @@ class Guards:
 
     @staticmethod
     def _waits_on_call(run: GuardRun) -> list[Var]:
+        """The call's variables its suspended goals wait on: protected ones, and proxies (a
+        guard's own variables are all made on its PE)."""
         protected = {id(v) for v in run.protected}
         found: dict[int, Var] = {}
         for t in run.suspended:
             waits = t.waits
             for v in (waits.variables if type(waits) is WaitAll else waits or ()):
                 v = deref(v)
-                if type(v) is Var and id(v) in protected:
+                if type(v) is Var and (id(v) in protected or type(v.susp) not in (list, type(None))):
                     found[id(v)] = v
         return list(found.values())
 
@@ -383,6 +485,35 @@ class Guards:
 
     def _finish(self, run: GuardRun, outcome) -> None:
         run.outcome = outcome
+        if run.home is not None:
+            self.arrived.pop(run.home, None)
         if outcome == "stuck":
             return  # the caller waits on `done` for ever: a deadlock at quiescence names it
-        self.pe.bind(run.done, mkatom("done"))
+        if run.home is None:
+            self.pe.bind(run.done, mkatom("done"))
+        elif outcome is True:  # the outcome goes home as the binding of its `done`
+            self.pe.bind(run.done, Struct(GUARD_OK, (from_list(run.locals),)))
+        elif outcome is False:
+            self.pe.bind(run.done, FAILED)
+        else:
+            self.pe.bind(run.done, Struct(GUARD_WAITS, (from_list(outcome),)))
+
+
+def _refuse_proxy(proxy: Var, remote) -> None:
+    """Net.refuse_bind during a guard's slice: binding a proxy binds a variable of the call."""
+    proxy.susp = remote
+    raise BindsCall(proxy)
+
+
+class GuardKind:
+    """Guard runs travel before they start (`Guards.spare`), as their spec's number, the call's
+    values and their `done` variable."""
+
+    name = "guard"
+    task_class = GuardTask
+
+    def __init__(self, guards: Guards) -> None:
+        self.spare = guards.spare
+        self.export = guards.export
+        self.moved = guards.moved
+        self.arrive = guards.arrive

@@ -225,8 +225,9 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
 
     if tracer is not None:
         run_here = traced_run_here(pe, counting)
-    guards = Guards(pe, lambda key: procs.get(key) or prims["procs"][key])
+    guards = Guards(pe, lambda key: procs.get(key) or prims["procs"][key], rc.consts)
     prims["procs"]["call/3"] = Subcomputations(pe, prims["procs"]["call/1"], guards).call3
+    prims["procs"]["$guard"] = guards.step  # a guard run that travels is named by it
     runtime = {
         "Var": RVar, "Struct": RStruct, "Cons": Cons, "Goal": goal, "Seq": Seq, "Placed": Placed,
         "declare": declare, "deref": deref,
@@ -330,7 +331,10 @@ class ParlogRuntime:
     counters = ("clause_tries",  # clause (or shared match) blocks entered
                 "guard_tests",  # guard goals tested
                 "enqueues",  # body goals put on the ready queue by committing clauses
-                "cells_in_place")  # output list cells built in place, with no variable (dest-passing)
+                "cells_in_place",  # output list cells built in place, with no variable (dest-passing)
+                # counted by every run, distributed ones (pam/parlog/guards.py, subcomp.py):
+                "guards_remote",  # deep guard runs started on a PE other than their call's
+                "stopped_remote")  # tasks of a call/3 discarded on a PE other than its own
 
     traces = True  # its code reports its own reductions when made with `tracing` (pam.runtimes)
 
