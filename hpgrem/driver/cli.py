@@ -89,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a program", epilog="exit status: 0 success, 1 the program "
                        "failed, 2 usage or syntax error, 3 deadlock, 4 a limit was hit, 70 internal error")
     add_run(r)
+    r.add_argument("--profile", action="store_true", help="print on stderr, after the run, where it spent "
+                   "its time: the program's functions or relations by name and source line, and the "
+                   "machine's parts (docs/profile.md)")
+    r.add_argument("--profile-json", metavar="OUT.json", help="write every row of the profile as JSON "
+                   "(profiles the run, with or without --profile)")
 
     c = sub.add_parser("compile", help="compile to an HPGREM graph (.hpg)")
     c.add_argument("file")
@@ -269,6 +274,12 @@ def _run(args) -> int:
         raise UsageError(str(e)) from None
     if args.stats_json:  # before the run, not after it (on every rank: all leave)
         check_output(args.stats_json, inputs=(args.file,))
+    if _profiling(args):
+        if args.trace:
+            raise UsageError("--profile and --trace do not go together: a traced run spends its time "
+                             "tracing (profile the run without --trace)")
+        if args.profile_json:
+            check_output(args.profile_json, inputs=(args.file,))
     if args.max_memory is not None:
         from pam.limits import limit_memory
         try:
@@ -294,7 +305,7 @@ def _run_machine(args, module, pes: int, comm) -> int:
 
     from pam.runtimes import runtime_for
 
-    from hpgrem.driver import trace_cmd
+    from hpgrem.driver import profile_cmd, trace_cmd
     # --trace, `hpgrem trace`: the machine records its events (docs/trace.md)
     trace = trace_cmd.start_trace(args, module, pes, comm) if trace_cmd.traced(args) else None
     # --count: code compiled to count what the passes change (the counters its runtime declares)
@@ -303,14 +314,21 @@ def _run_machine(args, module, pes: int, comm) -> int:
         machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed, runtime=runtime,
                           max_steps=args.max_steps, timeout=args.timeout, comm=comm,
                           started=_STARTED[0], hard_stop=_OWNS_PROCESS[0], trace=trace)
+    profiler = profile_cmd.Profiling(args, comm, pes) if _profiling(args) else None
     try:
-        result = machine.run()
+        if profiler is None:
+            result = machine.run()
+        else:
+            result = profiler.run(machine)
     except RankAbandoned as a:
         _abandon_ranks(a, args.goal)
     except (MachineStop, MemoryError) as stop:
         if trace is not None:
             trace_cmd.finish_trace(args, machine, stop)
-        return _report_stop(stop, args.goal)
+        status = _report_stop(stop, args.goal)
+        if profiler is not None:
+            profiler.report()
+        return status
     for line in result.bindings:
         print(line)
     sys.stdout.flush()
@@ -320,7 +338,14 @@ def _run_machine(args, module, pes: int, comm) -> int:
         print(result.stats.table(), file=sys.stderr)
     if args.stats_json and (comm is None or comm.Get_rank() == 0):
         write_output(args.stats_json, json.dumps(result.stats.to_json(), indent=2) + "\n")
+    if profiler is not None:
+        profiler.report()
     return EXIT_OK
+
+
+def _profiling(args) -> bool:
+    """`run --profile` or `--profile-json` (docs/profile.md); `hpgrem trace` has neither."""
+    return bool(getattr(args, "profile", False) or getattr(args, "profile_json", None))
 
 
 def _loading_limits(args):

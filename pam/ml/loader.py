@@ -10,9 +10,11 @@ import time
 
 from hpgrem import ir
 from pam.errors import LimitExceeded
+from pam.profile import register_code
 from pam.ml import codegen
 from pam.ml.codecs import codecs
 from pam.ml.codegen import FUNCTION_REGIONS, Region
+from pam.ml.profile_names import code_names
 from pam.ml.task import INNER, STARTED, MLTask, MLTaskKind, make_nested, make_step
 from pam.ml.tracing import MLTrace
 from pam.ml.values import BASIS_EXCEPTIONS, DIV, OVERFLOW, Closure, ExnCon, Packet
@@ -34,6 +36,7 @@ class MLRuntime:
         self.tracing = tracing
         self.source, self.analysis, self.constants = codegen.generate(module, trace=tracing)
         self.code = compile(self.source, "<hpgrem ml>", "exec")
+        register_code("<hpgrem ml>", code_names, self.analysis)  # names for --profile (pam/profile.py)
         self.unpolled = None  # (code, constants) without limit checks, made when a run has no limits
         self.places: dict[int, MLPlace] = {}  # by PE number
 

@@ -28,6 +28,8 @@ from pam.parlog.goal import Goal, GoalKind
 from pam.parlog.guards import Guards
 from pam.parlog.subcomp import Subcomputations
 from pam.parlog.notes import COST, EXPORTABLE
+from pam.parlog.profile_names import rule_names
+from pam.profile import register_code
 from pam.parlog.relation_code import RelationCode, Shape
 from pam.parlog.search import SearchCompiler
 from pam.step import declare
@@ -247,7 +249,9 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
     if tracer is not None:
         runtime.update(trace_calls(tracer))
     namespace: dict = {}
-    exec(compile(rc.source, f"<rules of {module.source}>", "exec"), namespace)
+    filename = f"<rules of {module.source}>"
+    register_code(filename, rule_names, rc)  # names for --profile (pam/profile.py)
+    exec(compile(rc.source, filename, "exec"), namespace)
     procs.update(namespace["make"](runtime))
     # A task that travels to another PE is named by its key: primitives' too (`X = a @ 3`).
     return {**prims["procs"], **procs}

@@ -31,6 +31,8 @@ from pam.parlog.arith import ArithError, evaluate
 from pam.parlog.clause_code import to_runtime
 from pam.parlog.goal import Goal
 from pam.parlog.notes import COST
+from pam.parlog.profile_names import search_names
+from pam.profile import register_code
 from pam.parlog.write import write_term
 from pam.step import declare
 from pam.terms import NIL, Cons, GroundCheck, from_list, mkatom
@@ -625,7 +627,9 @@ def load(compiler: SearchCompiler, pe) -> dict:
                "IDENT": identical, "SOLVES": solves, "ARITH": arith_value, "PRIM": prim, "Rel": Procedure,
                "CONSTS": compiler.consts}
     namespace: dict = {}
-    exec(compile(compiler.source, f"<searches of {compiler.module.source}>", "exec"), namespace)
+    filename = f"<searches of {compiler.module.source}>"
+    register_code(filename, search_names, compiler)  # names for --profile (pam/profile.py)
+    exec(compile(compiler.source, filename, "exec"), namespace)
     rels = namespace["make"](runtime)
     waiting: list[SearchTask] = []
     steps = {key: _construct_step(pe, compiler, rel, rels[key], waiting)
