@@ -61,6 +61,16 @@ class CodeNames:
     functions: dict = field(default_factory=dict)  # a runtime function's code object -> Where (basis functions)
     files: dict = field(default_factory=dict)  # absolute path of a runtime file -> part, or None: charged to callers
 
+    def where(self, name: str) -> Where | None:
+        """The row of the generated function `name`: its longest registered prefix's (None: a
+        lambda or comprehension of the generated code, charged to its caller)."""
+        prefixes = self.prefixes
+        for end in range(len(name), 0, -1):
+            found = prefixes.get(name[:end])
+            if found is not None:
+                return found
+        return None
+
 
 # compile() file name -> (a function making the CodeNames of that code, its arguments); made only
 # when a profile is read, so loading pays nothing. A later load under the same file name
@@ -84,8 +94,9 @@ MACHINE_PARTS = {
     "distribution.py": "distribution", "pack.py": "distribution", "termination.py": "distribution",
     "topology.py": "distribution", "ranks.py": "distribution", "sentinel.py": "distribution",
     "transport/mpi.py": "distribution", "transport/sim.py": "simulation",
-    "limits.py": "limits", "trace.py": "trace", "emit.py": None,
+    "limits.py": "limits", "trace.py": "trace", "emit.py": None, "errors.py": None,
 }
+BUILTINS = {"<built-in method time.sleep>": "idle"}  # builtins that are a part of their own
 OUTPUT = {("machine.py", "Output.write"), ("machine.py", "Output.flush")}  # print, write/1
 PAM_DIR = os.path.dirname(os.path.abspath(__file__))
 OTHER = machine("other")
@@ -96,19 +107,20 @@ class _Classifier:
     """Which row a code object's time goes to: a Where, or None (charged to its callers)."""
 
     def __init__(self):
-        self.names: dict[str, dict] = {}  # compile() file name -> prefixes
+        self.names: dict[str, CodeNames] = {}  # by compile() file name
         self.functions: dict = {}
         self.files: dict = {}
         for file, (names, args) in _CODE.items():
             made = names(*args)
-            self.names[file] = made.prefixes
+            self.names[file] = made
             self.functions.update(made.functions)
             self.files.update(made.files)
         self.memo: dict = {}
 
     def __call__(self, code) -> Where | None:
-        if isinstance(code, str):  # a builtin
-            return None
+        if isinstance(code, str):  # a builtin: its caller's, but for a few
+            part = BUILTINS.get(code)
+            return None if part is None else machine(part)
         known = self.memo.get(code, self)
         if known is self:
             known = self.memo[code] = self._classify(code)
@@ -117,12 +129,7 @@ class _Classifier:
     def _classify(self, code) -> Where | None:
         names = self.names.get(code.co_filename)
         if names is not None:
-            name = code.co_name
-            for end in range(len(name), 0, -1):  # the longest registered prefix
-                where = names.get(name[:end])
-                if where is not None:
-                    return where
-            return None  # a lambda or comprehension of generated code: its caller's
+            return names.where(code.co_name)
         if code in self.functions:
             return self.functions[code]
         path = os.path.abspath(code.co_filename)
@@ -148,7 +155,7 @@ class Row:
     where: Where
     self_s: float = 0.0
     total_s: float | None = 0.0  # None: not meaningful (the machine's rows)
-    calls: int = 0
+    calls: int | None = 0  # None: not meaningful (the machine's rows)
 
     def to_json(self, profiled: float) -> dict:
         w = self.where
@@ -193,7 +200,7 @@ def rows(entries) -> list[Row]:
     out = []
     for g, (self_s, total, calls) in table.items():
         if g.kind == "machine":
-            out.append(Row(g, self_s, None, calls))
+            out.append(Row(g, self_s, None, None))
         else:
             out.append(Row(g, self_s, min(max(total, self_s), max(profiled, self_s)), calls))
     out.sort(key=lambda r: (-r.self_s, r.where.name))
@@ -249,7 +256,7 @@ def merge(parts: list[list[Row]]) -> list[Row]:
                 table[r.where] = Row(r.where, r.self_s, r.total_s, r.calls)
             else:
                 m.self_s += r.self_s
-                m.calls += r.calls
+                m.calls = None if m.calls is None or r.calls is None else m.calls + r.calls
                 m.total_s = None if m.total_s is None or r.total_s is None else m.total_s + r.total_s
     out = list(table.values())
     out.sort(key=lambda r: (-r.self_s, r.where.name))
@@ -264,7 +271,9 @@ class Profiler:
 
     def __init__(self):
         import cProfile
-        self.profile = cProfile.Profile()
+        # builtins (len, type, list.append) are not timed apart: their time is their caller's
+        # self time, as the rows would charge it anyway, and the profile costs a third less
+        self.profile = cProfile.Profile(builtins=False)
 
     def __enter__(self):
         self.profile.enable()
@@ -296,7 +305,7 @@ def table(rows_: list[Row], title: str, top: int = TOP) -> str:
     for r in shown:
         w = r.where
         total = "-" if r.total_s is None else f"{r.total_s:.4f}"
-        calls = "" if w.kind == "machine" else f"{r.calls:,}"
+        calls = "" if r.calls is None else f"{r.calls:,}"
         place = w.place()
         if seen[w.name, place] > 1:  # two functions on one line (`fn`s): the column tells them apart
             place += f":{w.col}"
