@@ -96,7 +96,6 @@ MACHINE_PARTS = {
     "transport/mpi.py": "distribution", "transport/sim.py": "simulation",
     "limits.py": "limits", "trace.py": "trace", "emit.py": None, "errors.py": None,
 }
-BUILTINS = {"<built-in method time.sleep>": "idle"}  # builtins that are a part of their own
 OUTPUT = {("machine.py", "Output.write"), ("machine.py", "Output.flush")}  # print, write/1
 PAM_DIR = os.path.dirname(os.path.abspath(__file__))
 OTHER = machine("other")
@@ -118,9 +117,8 @@ class _Classifier:
         self.memo: dict = {}
 
     def __call__(self, code) -> Where | None:
-        if isinstance(code, str):  # a builtin: its caller's, but for a few
-            part = BUILTINS.get(code)
-            return None if part is None else machine(part)
+        if isinstance(code, str):  # a builtin (in a profile made with them): its caller's
+            return None
         known = self.memo.get(code, self)
         if known is self:
             known = self.memo[code] = self._classify(code)
