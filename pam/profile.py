@@ -220,19 +220,21 @@ class _Shares:
             return {g: 1.0}
         if code in self.memo:
             return self.memo[code]
-        if code in seen:  # helpers calling each other: no row of their own to go to
-            return {OTHER: 1.0}
-        by = self.callers.get(code, ())
+        seen = seen | {code}
+        # a recursive helper's calls of itself (or of a helper that called it) divide like the
+        # calls from outside: those edges are left out
+        by = [c for c in self.callers.get(code, ()) if c[0] not in seen]
         weight = sum(t for _, t, _ in by)
+        count = sum(n for _, _, n in by)
         out: dict[Where, float] = {}
         for caller, t, n in by:
-            part = t / weight if weight > 0 else n / max(1, sum(k for _, _, k in by))
+            part = t / weight if weight > 0 else n / count if count else 1 / len(by)
             if part:
-                for g, p in self(caller, seen | {code}).items():
+                for g, p in self(caller, seen).items():
                     out[g] = out.get(g, 0.0) + part * p
-        if not out:
+        if not out:  # called from nowhere the profile saw
             out = {OTHER: 1.0}
-        if not seen:
+        if len(seen) == 1:
             self.memo[code] = out
         return out
 
