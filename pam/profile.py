@@ -26,6 +26,7 @@ machine's rows have none (the scheduler's would be the whole run).
 from __future__ import annotations
 
 import os
+import weakref
 from dataclasses import dataclass, field
 
 # -- what the loaders register ------------------------------------------------------------------
@@ -72,15 +73,29 @@ class CodeNames:
         return None
 
 
-# compile() file name -> (a function making the CodeNames of that code, its arguments); made only
-# when a profile is read, so loading pays nothing. A later load under the same file name
-# replaces the entry: a process profiles the module it loaded last.
+# compile() file name -> (a function making the CodeNames of that code, weak references to its
+# arguments); made only when a profile is read, so loading pays nothing, and forgotten with the
+# code's compiler (a process that runs many programs keeps none of them). A later load under
+# the same file name replaces the entry: a process profiles the module it loaded last.
 _CODE: dict[str, tuple] = {}
 
 
 def register_code(filename: str, names, *args) -> None:
-    """A loader compiles generated code under `filename`: `names(*args)` is its CodeNames."""
-    _CODE[filename] = (names, args)
+    """A loader compiles generated code under `filename`: `names(*args)` is its CodeNames
+    (each argument an object that the loaded code keeps alive: its compiler, its analysis)."""
+    _CODE[filename] = (names, tuple(weakref.ref(a) for a in args))
+
+
+def _registered() -> dict:
+    """{file name: CodeNames} of the registered code still alive."""
+    out = {}
+    for file, (names, refs) in list(_CODE.items()):
+        args = [r() for r in refs]
+        if any(a is None for a in args):
+            _CODE.pop(file, None)
+        else:
+            out[file] = names(*args)
+    return out
 
 
 # -- the machine's own code ---------------------------------------------------------------------
@@ -109,8 +124,7 @@ class _Classifier:
         self.names: dict[str, CodeNames] = {}  # by compile() file name
         self.functions: dict = {}
         self.files: dict = {}
-        for file, (names, args) in _CODE.items():
-            made = names(*args)
+        for file, made in _registered().items():
             self.names[file] = made
             self.functions.update(made.functions)
             self.files.update(made.files)

@@ -216,3 +216,21 @@ def test_rows_join_a_functions_parts_and_charge_helpers_to_their_callers():
     assert rows[main].total_s >= rows[fib].self_s + rows[main].self_s * 0.99
     assert set(rows) <= {fib, main}  # the lambda and builtins: main's
     assert rows[main].self_s > 0
+
+
+def test_the_registry_keeps_no_compiler_alive():
+    """A process that runs many programs (a test worker, a host) holds none of their compilers."""
+    import gc
+
+    from pam import profile
+
+    class Compiler:
+        pass
+
+    c = Compiler()
+    profile.register_code("<profile registry test>", lambda _: profile.CodeNames({}), c)
+    assert "<profile registry test>" in profile._registered()
+    del c
+    gc.collect()
+    assert "<profile registry test>" not in profile._registered()
+    assert "<profile registry test>" not in profile._CODE
