@@ -73,25 +73,49 @@ def runtime_buffers(config: TrainConfig, layout: PlanLayout, model: ModelConfig,
     `tensor-data-parallel`'s bucket_bytes is held once, not DeepSpeed's reduce and all-gather
     buckets together; ZeRO-2 and -3 reduce-scatter each gradient as backward makes it, so the
     largest parameter's gradient sits in its bucket and in the transport's buffer, beside the
-    tied embedding's first contribution waiting in its own; a pipeline receives into the
-    stage's activations (already counted), with no buffers of its own; tensor and data
-    parallelism's collectives are not in flight together (the larger counts)."""
+    tied embedding's first contribution waiting in its own, and one more collective in flight
+    (a parameter's gather under ZeRO-3: the runtime gathers one at a time, not the planner's
+    in-use and prefetched layers; an input gradient's tp all-reduce); a pipeline receives into the
+    stage's activations (already counted), with no buffers of its own; without ZeRO-2/3 tensor
+    and data parallelism's collectives are not in flight together (the larger counts)."""
     p, e = config.parallel, precision.value
     tensor_parallel = buffer_bytes(model, replace(layout, pp=1, dp=1), psi, precision)  # a gathered activation
     if p.dp == 1:
         return tensor_parallel
     if p.zero < 2:
         return max(tensor_parallel, min(DataParallel.bucket_bytes, e * psi))
-    reduce = 2 * e * largest_parameter(model, p.tp, stage) + (e * model.vocab * model.hidden if stage == "only" else 0)
-    if p.zero == 3:
-        reduce += 2 * e * model.largest_layer_params / p.tp  # the planner's gathered layer, in use and prefetched
-    return max(tensor_parallel, reduce)
+    largest = e * largest_parameter(model, p.tp, stage)
+    reduce = 2 * largest + (e * model.vocab * model.hidden if stage == "only" else 0)
+    # beside the largest gradient's reduce-scatter, one more collective is in flight: under
+    # tp the all-reduce of the layer's input gradient (started as soon as it is made, as the
+    # weight gradient's reduce-scatter is), under ZeRO-3 the gather of a parameter (one
+    # all-gather at a time, a module's parameters gathered before its backward); the larger
+    other = max(tensor_parallel if p.tp > 1 else 0, largest if p.zero == 3 else 0)
+    return max(tensor_parallel, reduce + other)
+
+
+def backward_working_set(model: ModelConfig, layout: PlanLayout, stage: str, precision: Precision) -> float:
+    """The activations' gradients live at a stage's peak beside what the planner counts as
+    stored (Korthikanti's tensors; the planner's working set of recomputation apart): during a
+    layer's backward, the residual stream's gradient (sbh) and the MLP's hidden layer's
+    (4sbh/t); on a stage with the output layer, whose micro-batch in backward has by then
+    freed its final LayerNorm's input and output and its probabilities (2sbh + sbV), the
+    larger of that and the cross-entropy's gradient beside the probabilities (sbV)."""
+    e, s, b, h, t = precision.value, model.seq, layout.micro_batch, model.hidden, layout.tp
+    layer = e * s * b * h * (1 + 4 / t)
+    if stage not in ("last", "only"):
+        return layer
+    vocab = model.vocab / (t if VOCAB_PARALLEL else 1)
+    logits = precision.logits * s * b * vocab
+    return max(layer - 2 * e * s * b * h - logits, logits)
 
 
 def predicted(config: TrainConfig, rank: int) -> dict[str, float]:
     """The planner's bytes for each category (and "host") on PE `rank` of the run, told how
-    this runtime differs from the systems it models (`VOCAB_PARALLEL`, `runtime_buffers`; a
-    micro-batch's gradient of the largest parameter, made before it is added into the sum)."""
+    this runtime differs from the systems it models (`VOCAB_PARALLEL`, `runtime_buffers`,
+    `backward_working_set`; a micro-batch's gradient of the largest parameter, made before it
+    is added into the sum; under a pipeline, the tied embedding's gradient and AdamW state on
+    the first stage alone)."""
     p = config.parallel
     model, layout = plan_model(config), plan_layout(config)
     precision = runtime_precision(np.dtype(config.train.dtype).itemsize)
@@ -99,12 +123,22 @@ def predicted(config: TrainConfig, rank: int) -> dict[str, float]:
     psi = params_on_gpu(model, p.tp, p.pp, stage, VOCAB_PARALLEL)
     states = model_states(psi, p.zero, p.dp, p.offload, precision)
     acts = stage_activations(model, layout, "first" if stage == "middle" else stage, precision, VOCAB_PARALLEL)
-    gradients = states.gradients
+    activations = acts.total + backward_working_set(model, layout, stage, precision)
+    gradients, optimizer = states.gradients, states.optimizer
+    embedding = model.vocab * model.hidden  # the tied wte, replicated under tp
+    transient = 0.0  # a gradient made beside the sum it is added into, for a moment
     if config.train.micro_batches > 1 and gradients:
-        gradients += precision.value * largest_parameter(model, p.tp, stage) / (p.dp if p.zero >= 2 else 1)
-    return {"parameters": states.parameters, "gradients": gradients, "optimizer": states.optimizer,
-            "activations": acts.total, "communication": runtime_buffers(config, layout, model, psi, stage, precision),
-            "host": states.host}
+        transient = precision.value * largest_parameter(model, p.tp, stage) / (p.dp if p.zero >= 2 else 1)
+    if p.pp > 1 and stage == "first":
+        # the last stage's contribution to wte's gradient, received beside the stage's own;
+        # their sum is a new array (a received one is never written into)
+        gradients += precision.value * embedding
+        transient = max(transient, precision.value * embedding)
+    if p.pp > 1 and stage == "last":  # the first stage updates wte and sends it: no state for it here
+        optimizer -= model_states(embedding, p.zero, p.dp, p.offload, precision).optimizer
+    return {"parameters": states.parameters, "gradients": gradients + transient, "optimizer": optimizer,
+            "activations": activations,
+            "communication": runtime_buffers(config, layout, model, psi, stage, precision), "host": states.host}
 
 
 def device_budget(config: TrainConfig) -> int | None:

@@ -26,7 +26,7 @@ bucket), so the whole gradients never all live. Stages 1 and 2 keep the whole pa
 rank's chunk of it is taken with `shard`, and the updated chunks are all-gathered into the
 whole "new.<p>". Stage 3 keeps only the chunk as the parameter: each is all-gathered (and
 reshaped, "<p>.full") before its first use in the forward and again ("<p>.full.backward") before
-its first use in the backward, so the runtime frees the forward's copy after its last forward
+the op that makes its gradient or its first use in the backward, whichever comes first, so the runtime frees the forward's copy after its last forward
 reader; the update stays a chunk. (The runtime runs one all-gather at a time, in the graph's
 order: pam/tensor/runtime.py.)
 
@@ -233,6 +233,13 @@ class DataParallel:
                 flat = b.op("reshape", local, name=f"{local}.flat", shape=(size[owner[name]],))
                 collective("reduce_scatter", flat, name, reduce="mean")
 
+        # stage 3: the parameters the backward reads; each is gathered before the op that makes
+        # its gradient (DeepSpeed gathers a module's parameters before its backward begins)
+        read_in_backward, seen_seed = set(), False
+        for v in graph.values:
+            seen_seed = seen_seed or v.name == "grad.loss"
+            if seen_seed:
+                read_in_backward.update(x for x in getattr(v, "inputs", ()) if x in shapes)
         b.input("rank.dp", (), "int64")
         for v in graph.values:
             backward = backward or v.name == "grad.loss"
@@ -271,6 +278,8 @@ class DataParallel:
                 if v.op == "global_norm":
                     b.op("sqrt", whole, name=v.name)
             else:
+                if stage == 3 and backward and owner.get(v.name) in read_in_backward:
+                    gathered(owner[v.name])
                 inputs = tuple(gathered(x) if stage == 3 and x in shapes else renamed.get(x, x) for x in v.inputs)
                 local = local_name(v.name)
                 b.op(v.op, *inputs, name=local, **self._attrs(v, b))

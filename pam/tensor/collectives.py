@@ -47,7 +47,11 @@ class SimAllReduce:
 
     def arrived(self, message) -> None:
         key, part = message.payload
-        self.pe.bind(self._slot(key), part)
+        var = self._slot(key)
+        woken = var.susp is not None  # its task waits for it: it takes its turn next
+        self.pe.bind(var, part)
+        if woken:
+            self.replica.woke(key[0])
 
     def _slot(self, key: tuple) -> Var:
         var = self.inbox.get(key)
@@ -59,6 +63,14 @@ class SimAllReduce:
         group = self.replica.members[bucket.group]
         if len(group) > 1:
             task.chunks = np.array_split(task.buffer, len(group))
+            if bucket.kind == "reduce_scatter":  # direct: each chunk to its owner at once
+                r = group.index(self.pe.number)
+                for j, member in enumerate(group):
+                    if j != r:
+                        part = task.chunks[j]
+                        key = (bucket.key, self.replica.round, r)
+                        self.pe.net.send(PART, member, (key, part), HEADER + 3 * WORD + part.nbytes)
+                return
             self._send(task, bucket, 0)
 
     def _send(self, task, bucket, stage: int) -> None:
@@ -75,6 +87,8 @@ class SimAllReduce:
         group = self.replica.members[bucket.group]
         n = len(group)
         r = group.index(self.pe.number) if n > 1 else 0
+        if bucket.kind == "reduce_scatter":
+            return self._gather_parts(task, bucket, n, r)
         reducing, offset = _stages(bucket.kind, n)
         last = reducing + (n - 1 if bucket.kind != "reduce_scatter" else 0)
         while task.stage < last:
@@ -95,6 +109,31 @@ class SimAllReduce:
             task.stage = stage + 1
             if task.stage < last:
                 self._send(task, bucket, task.stage)
+        return None
+
+
+    def _gather_parts(self, task, bucket, n: int, r: int):
+        """A direct reduce-scatter's end on member r: every other member's part of chunk r
+        has arrived; they are summed in the group's order (the same order on every member)."""
+        if n < 2 or task.stage > 0:
+            return None
+        keys = [(bucket.key, self.replica.round, i) for i in range(n) if i != r]
+        waiting = [var for var in map(self._slot, keys) if var.val is None]
+        if waiting:
+            return waiting
+        mine = task.chunks[r]
+        total = None
+        for i in range(n):
+            part = mine if i == r else self.inbox.pop((bucket.key, self.replica.round, i)).val
+            if total is None:
+                total = part.copy()
+            else:
+                total += part
+        mine[...] = total
+        instructions = round((n - 1) * mine.size * self.per_flop)
+        self.pe.charge(instructions)
+        self.replica.clock.comm_instr += instructions
+        task.stage = 1
         return None
 
 
@@ -158,7 +197,7 @@ class MPIAllReduce:
                 request = comm.Ireduce_scatter_block(buffer, out[mine], op=MPI.SUM)
             else:
                 request = comm.Iallgather(buffer[mine], out)
-        self.pending.append((request, task.chunks, buffer))
+        self.pending.append((request, task.chunks, buffer, bucket.key))
 
     def advance(self, task, bucket):
         done = task.chunks
@@ -175,6 +214,7 @@ class MPIAllReduce:
         for entry in self.pending:
             if entry[0].Test():
                 self.pe.bind(entry[1], True)
+                self.replica.woke(entry[3])
             else:
                 waiting.append(entry)
         self.pending = waiting

@@ -18,6 +18,7 @@ collective starts as soon as its gradients exist and progresses while backward g
 from __future__ import annotations
 
 from dataclasses import dataclass
+from heapq import heappop, heappush
 from time import perf_counter
 from typing import Callable
 
@@ -57,6 +58,7 @@ class KernelCall:
     parts: tuple[tuple[int, int], ...]
     flops: int
     instructions: int
+    index: int = -1  # its place in the plan's steps
 
 
 @dataclass(slots=True)
@@ -153,9 +155,64 @@ class Plan:
                 moved = int(np.prod(op.shape)) * np.dtype(op.dtype).itemsize
                 instructions = round(moved * costs.byte_one_way / costs.instruction)
             self.steps.append(KernelCall(op.name, op.op, kernel.run, op.attrs, tuple(self.slot[x] for x in op.inputs),
-                                         self.slot[op.name], tuple(parts.get(op.name, ())), flops, instructions))
+                                         self.slot[op.name], tuple(parts.get(op.name, ())), flops, instructions,
+                                         len(self.steps)))
         self.size = len(self.slot)
         self._plan_memory()
+        self.launches = self._launches()
+        self.gathers = gathers
+        self.gates = self._gates()
+
+    def _gates(self) -> dict[int, int]:
+        """ZeRO-3's prefetch, as DeepSpeed's: the parameters one op reads (a LayerNorm's weight
+        and bias, a linear layer's weight and bias) are gathered one after the other, and the
+        next op's are gathered while they are in use, no sooner; so a PE that runs ahead does
+        not gather every parameter before it needs them. Returns, for each all-gather whose
+        result is read, the slot whose first read marks it in use (the gathered value, or the
+        reshape of it that the step reads), by ordinal; sets `after[k]`, the all-gather whose
+        result must be in use before all-gather k starts (-1: none)."""
+        made_by = {s.output: s for s in self.steps if type(s) is KernelCall}
+        first_reader: dict[int, int] = {}  # slot -> the plan index of its first reader
+        for i, s in enumerate(self.steps):
+            for slot in s.inputs:
+                first_reader.setdefault(slot, i)
+        gates, group, self.after = {}, [], []
+        for s in self.steps:
+            if type(s) is not Bucket or s.kind != "all_gather":
+                continue
+            slot = s.outputs[0]
+            view = made_by.get(-1 if slot not in first_reader else self.steps[first_reader[slot]].output
+                               if type(self.steps[first_reader[slot]]) is KernelCall else -1)
+            if self.readers[slot] == 1 and view is not None and view.op == "reshape":
+                slot = view.output
+            if self.readers[slot]:
+                gates[slot] = s.ordinal
+            reader = first_reader.get(slot, -1 - s.ordinal)  # unread: a group of its own
+            if group and group[-1][1] != reader:  # a new op's parameters: after the last op's are in use
+                self.after.append(group[-1][0])
+            else:
+                self.after.append(self.after[-1] if group else -1)
+            group.append((s.ordinal, reader))
+        return gates
+
+    def _launches(self) -> dict[int, tuple[int, ...]]:
+        """For each slot, the collectives (indexes into `steps`) it is an input of, reached
+        through a `reshape` that only flattens it for that collective: when an op binds the
+        last of a collective's inputs, the runtime starts the collective in that op's turn, as
+        DDP's and DeepSpeed's gradient hooks launch a bucket's reduction from the backward op
+        that fills it (left to the ready queue, a filled bucket waits behind whatever the
+        collectives that complete meanwhile wake: it is a stack)."""
+        made_by = {s.output: i for i, s in enumerate(self.steps) if type(s) is KernelCall}
+        out: dict[int, list[int]] = {}
+        for i, s in enumerate(self.steps):
+            if type(s) is not Bucket:
+                continue
+            for slot in set(s.inputs):
+                out.setdefault(slot, []).append(i)
+                flatten = made_by.get(slot)
+                if flatten is not None and self.steps[flatten].op == "reshape" and self.readers[slot] == 1:
+                    out.setdefault(self.steps[flatten].inputs[0], []).append(flatten)
+        return {slot: tuple(steps) for slot, steps in out.items()}
 
     def _plan_memory(self) -> None:
         """What memory accounting needs: each slot's category, how many steps read it (it is
@@ -185,6 +242,35 @@ class Plan:
             elif op.op == "evict":
                 self.host[self.slot[op.name]] = True
         self.fetches = frozenset(s.output for s in self.steps if type(s) is KernelCall and s.op == "fetch")
+        # the kernel calls that read each slot made in the step, and how many such slots each
+        # reads: the ready kernels' bookkeeping (Replica.next_ready; a fetch keeps to its task,
+        # which holds it back under the device budget)
+        self.lazy = self._lazy()
+        made = {slot for s in self.steps for slot in (s.outputs if type(s) is Bucket else
+                                                        (s.output, *(p for _, p in s.parts)))} - self.lazy.keys()
+        self.waiting_on: list[list[int]] = [[] for _ in range(self.size)]
+        self.unbound = [0] * len(self.steps)
+        for i, s in enumerate(self.steps):
+            if type(s) is KernelCall and s.op != "fetch":
+                for slot in set(s.inputs) & made:
+                    self.waiting_on[slot].append(i)
+                    self.unbound[i] += 1
+
+    def _lazy(self) -> dict[int, int]:
+        """The kernel calls that read only the step's persistent values and inputs (directly or
+        through other such calls), and that only kernel calls read: slot -> plan index. Each
+        runs when a reader needs it, not when its task comes (a PE that waits on a collective
+        would otherwise run ahead into, say, the optimizer's reshapes and shards of every
+        parameter and hold them all step), as a framework takes such views at their use."""
+        given = {self.slot[v.name] for v in (*self.graph.persistent, *self.graph.inputs)}
+        collective_reads = {i for s in self.steps if type(s) is Bucket for i in s.inputs}
+        lazy: dict[int, int] = {}
+        for i, s in enumerate(self.steps):
+            if type(s) is KernelCall and not s.parts and s.op not in TRANSFERS and self.readers[s.output] \
+                    and not self.kept[s.output] and s.output not in collective_reads \
+                    and all(x in given or x in lazy for x in s.inputs):
+                lazy[s.output] = i
+        return lazy
 
     def accumulating_adds(self) -> dict[int, int]:
         """The kernel calls that write into their first input (to that input's slot): the `add`s
@@ -285,8 +371,13 @@ class Replica:
         self.room_var: Var | None = None  # fetches wait on it for room under the device budget
         self.in_flight = 0  # collectives begun and not finished: they will free memory
         self.gathered = 0  # all-gathers finished in this step
-        self.gather_var: Var | None = None  # the next all-gather waits on it for the one before
+        self.opened = bytearray()  # per all-gather: its result is in use (Plan._gates)
+        self.gather_var: Var | None = None  # the next all-gather waits on it for its turn
         self.pending: list[int] = []  # per slot: the steps still to read it in this step
+        self.ran = bytearray()  # per plan step: its kernel has run in this step (one run ahead of its task)
+        self.urgent: list[Task] | None = []  # collectives ready for a turn, before any op (None: a pipeline's)
+        self.ready: list[int] | None = []  # the ready kernel calls (a heap of plan indexes; None: a pipeline's)
+        self.unbound: list[int] = []  # per kernel call: its inputs not yet bound in this step
 
     def start(self, feeds: dict[str, np.ndarray]) -> None:
         """Fresh variables for a new step, the persistent values and `feeds` bound, and every
@@ -298,7 +389,15 @@ class Replica:
         self.meter.reset()
         self.room_var, self.in_flight = None, 0
         self.gathered, self.gather_var = 0, None
+        self.opened = bytearray(plan.gathers)
+        if self.urgent is not None:
+            self.urgent.clear()
+        if self.ready is not None:
+            self.unbound = list(plan.unbound)
+            self.ready = [i for i, n in enumerate(self.unbound) if not n and type(plan.steps[i]) is KernelCall
+                          and plan.steps[i].op != "fetch" and plan.steps[i].output not in plan.lazy]
         self.pending = list(plan.readers)
+        self.ran = bytearray(len(plan.steps))
         for name, value in (*self.persistent.items(), *feeds.items()):
             slot = plan.slot[name]
             slots[slot].val = value
@@ -317,6 +416,28 @@ class Replica:
     def value(self, name: str):
         return self.slots[self.plan.slot[name]].val
 
+    def bind(self, slot: int, value) -> None:
+        """Bind `slot`; each kernel call it completes the inputs of joins the ready ones."""
+        self.pe.bind(self.slots[slot], value)
+        if self.ready is not None:
+            unbound, ready = self.unbound, self.ready
+            for i in self.plan.waiting_on[slot]:
+                unbound[i] -= 1
+                if not unbound[i]:
+                    heappush(ready, i)
+
+    def next_ready(self, index: int) -> int | None:
+        """The kernel call that is ready and first in the plan's order, if it comes before
+        `index`. The PE's ready queue is a stack: the tasks a value wakes land on it in the
+        order they began to wait (the last runs first), and what wakes later runs before
+        what woke earlier; so ready kernels run in the plan's order instead, as an autograd
+        engine runs the ops a gradient makes ready in a fixed order, and every PE makes its
+        gradients, and starts their collectives, in the same order."""
+        ready, ran = self.ready, self.ran
+        while ready and ran[ready[0]]:
+            heappop(ready)
+        return ready[0] if ready and ready[0] < index else None
+
     def produced(self, slot: int, value) -> None:
         """Account `value`, just bound to `slot`; a value nothing reads nor keeps is dropped."""
         plan = self.plan
@@ -326,8 +447,10 @@ class Replica:
 
     def consumed(self, inputs: tuple[int, ...]) -> None:
         """A step has read `inputs`: each one it was the last reader of is dropped."""
-        pending, kept = self.pending, self.plan.kept
+        pending, kept, gates = self.pending, self.plan.kept, self.plan.gates
         for i in set(inputs):
+            if i in gates and pending[i] == self.plan.readers[i]:
+                self.in_use(gates[i])
             pending[i] -= 1
             if not pending[i] and not kept[i]:
                 self.drop(i)
@@ -339,6 +462,40 @@ class Replica:
         self.meter.free(self.plan.category[slot], nbytes(var.val), self.plan.host[slot])
         if self.release:
             var.val = None
+
+    def may_gather(self, ordinal: int) -> bool:
+        """Whether all-gather `ordinal` may start: one at a time, in the plan's order, and the
+        parameters of the op before its own in use (Plan._gates)."""
+        after = self.plan.after[ordinal]
+        return self.gathered >= ordinal and (after < 0 or self.opened[after])
+
+    def gather_turn(self) -> None:
+        """An all-gather has finished, or a gathered parameter is in use: the next looks again."""
+        if self.gather_var is not None:
+            var, self.gather_var = self.gather_var, None
+            self.pe.bind(var, True)
+
+    def in_use(self, ordinal: int) -> None:
+        """All-gather `ordinal`'s result is in use."""
+        self.opened[ordinal] = 1
+        self.gather_turn()
+
+    def woke(self, key: int) -> None:
+        """The collective of the plan's step `key` was woken (its peers' part, or its MPI
+        request's completion, is there): its turn comes before the next op's."""
+        if self.urgent is not None:
+            self.urgent.append(self.tasks[key])
+
+    def next_urgent(self) -> Task | None:
+        """A woken collective's task, taken out of the ready queue to run now; None if none is
+        left there (each runs once per wake-up)."""
+        ready = self.pe.ready
+        while self.urgent:
+            task = self.urgent.pop(0)
+            if task in ready:
+                ready.remove(task)
+                return task
+        return None
 
     def room(self) -> Var:
         """What a fetch held back by the device budget waits on: bound when an op has run."""
@@ -408,12 +565,32 @@ class TensorRuntime:
         in_place_outputs, accumulating = self.plan.in_place, self.plan.accumulating
         budget, fetches = self.device_budget, self.plan.fetches
         per_flop = 1.0 / (self.flops_per_s * self.costs.instruction)
+        plan_steps = self.plan.steps
+        gated = frozenset(self.plan.gates.values())
+        lazy = self.plan.lazy if self.program is None else {}
+        # a pipeline stage's runner hands each collective over itself, in its action's order
+        launches = self.plan.launches if self.program is None else {}
+        if self.program is not None:
+            replica.urgent = replica.ready = None
 
         @declare("tensor op", 1, OP_COST, key="tensor-op")
         def op(task: OpTask):
             k = task.args[0]
+            if replica.ran[k.index] or k.output in lazy:  # run ahead, or run when needed (Plan._lazy)
+                replica.made_room()
+                return None
+            if replica.urgent:
+                first = replica.next_urgent()
+                if first is not None:  # a collective's turn first, then this op's
+                    pe.ready.append(task)
+                    return first
+            if replica.ready:
+                before = replica.next_ready(k.index)
+                if before is not None:  # a kernel first in the plan's order, then this op's turn
+                    run_kernel(plan_steps[before])
+                    return task
             slots = replica.slots
-            unbound = [slots[i] for i in k.inputs if slots[i].val is None]
+            unbound = [slots[i] for i in k.inputs if slots[i].val is None and i not in lazy]
             if unbound:
                 replica.made_room()  # a held-back fetch may be what this op waits for
                 return WaitAll(unbound)
@@ -422,12 +599,15 @@ class TensorRuntime:
                 replica.meter.stalls += 1  # back-pressure: other work first, a fetch when it fits
                 return WaitAll([replica.room()])
             run_kernel(k)
-            replica.made_room()
             return None
 
         def run_kernel(k: KernelCall) -> None:
             slots = replica.slots
             clock = replica.clock
+            for i in k.inputs:
+                if slots[i].val is None and i in lazy:  # made now, for this reader
+                    run_kernel(plan_steps[lazy[i]])
+            replica.ran[k.index] = 1
             began = perf_counter()
             accumulate = k.output in accumulating and replica.pending[k.inputs[0]] == 1
             value = INTO[k.op](*[slots[i].val for i in k.inputs]) if accumulate and replica.release \
@@ -442,15 +622,56 @@ class TensorRuntime:
                 k.op == "reshape" and value.base is not None and replica.pending[k.inputs[0]] == 1)
             if in_place or accumulate:  # the output takes the place of an input that dies here
                 replica.consumed(k.inputs)
-            pe.bind(slots[k.output], value)
+            replica.bind(k.output, value)
             replica.produced(k.output, value)
             for index, slot in k.parts:
-                pe.bind(slots[slot], value[index])
+                replica.bind(slot, value[index])
                 replica.produced(slot, value[index])
             if not (in_place or accumulate):
                 replica.consumed(k.inputs)
+            if launches:
+                launch_ready(k.output)
+                for _, slot in k.parts:
+                    launch_ready(slot)
+            replica.made_room()
+
+        def launch_ready(slot: int) -> None:
+            """`slot` was just bound: start each collective it completes the inputs of (after
+            the reshape that flattens it for the collective), in this turn (Plan._launches)."""
+            slots = replica.slots
+            for index in launches.get(slot, ()):
+                s = plan_steps[index]
+                if any(slots[i].val is None for i in s.inputs):
+                    continue
+                if type(s) is KernelCall:
+                    if not replica.ran[index]:
+                        run_kernel(s)
+                    continue
+                task = replica.tasks[index]
+                if task.stage < 0 and (s.ordinal < 0 or replica.may_gather(s.ordinal)):
+                    launch(task, s)
+                    replica.urgent.append(task)  # its next turn (taking its peers' parts) first
 
         allreduce = (SimAllReduce if self.comms is None else MPIAllReduce)(replica, pe, per_flop, self.comms)
+
+        def launch(task: CollectiveTask, b: Bucket) -> None:
+            """Start the collective of `b`, whose inputs exist: its buffer made, its first parts
+            sent (or its MPI request started)."""
+            slots = replica.slots
+            clock = replica.clock
+            began = perf_counter()
+            group = replica.members[b.group]
+            task.buffer = b.buffer([slots[i].val for i in b.inputs], group.index(pe.number), len(group))
+            replica.meter.alloc("communication", task.buffer.nbytes)
+            replica.in_flight += 1
+            replica.consumed(b.inputs)
+            clock.collectives += 1
+            clock.reduced_bytes += task.buffer.nbytes
+            if counting:
+                counters["collectives"] += 1
+            task.stage = 0
+            allreduce.begin(task, b)
+            clock.comm_wall += perf_counter() - began
 
         @declare("tensor collective", 1, COLLECTIVE_COST, key="tensor-collective")
         def collective(task: CollectiveTask):
@@ -461,23 +682,11 @@ class TensorRuntime:
                 unbound = [slots[i] for i in b.inputs if slots[i].val is None]
                 if unbound:
                     return WaitAll(unbound)
-                if replica.gathered < b.ordinal:  # one all-gather at a time, in the plan's order
+                if b.ordinal >= 0 and not replica.may_gather(b.ordinal):  # prefetch: Plan._gates
                     if replica.gather_var is None:
                         replica.gather_var = Var()
                     return WaitAll([replica.gather_var])
-                began = perf_counter()
-                group = replica.members[b.group]
-                task.buffer = b.buffer([slots[i].val for i in b.inputs], group.index(pe.number), len(group))
-                replica.meter.alloc("communication", task.buffer.nbytes)
-                replica.in_flight += 1
-                replica.consumed(b.inputs)
-                clock.collectives += 1
-                clock.reduced_bytes += task.buffer.nbytes
-                if counting:
-                    counters["collectives"] += 1
-                task.stage = 0
-                allreduce.begin(task, b)
-                clock.comm_wall += perf_counter() - began
+                launch(task, b)
             began = perf_counter()
             waiting = allreduce.advance(task, b)
             if waiting is not None:
@@ -496,7 +705,7 @@ class TensorRuntime:
             for i, shape in zip(b.outputs, b.shapes):
                 n = int(np.prod(shape))
                 part = buffer[offset:offset + n].reshape(shape)
-                pe.bind(slots[i], part)
+                replica.bind(i, part)
                 replica.produced(i, part)
                 offset += n
             if not views:  # a reduce-scatter's chunk is a copy: both lived until here
@@ -504,9 +713,9 @@ class TensorRuntime:
             replica.in_flight -= 1
             if b.kind == "all_gather":
                 replica.gathered += 1
-                if replica.gather_var is not None:
-                    var, replica.gather_var = replica.gather_var, None
-                    pe.bind(var, True)
+                if b.ordinal not in gated:  # nothing reads it: done is in use
+                    replica.opened[b.ordinal] = 1
+                replica.gather_turn()
             replica.made_room()
             task.buffer = task.chunks = None
             clock.comm_wall += perf_counter() - began
