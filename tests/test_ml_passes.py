@@ -228,6 +228,59 @@ def test_batched_counts_keep_the_reductions_of_code_that_does_not_raise():
     assert counts[0] == counts[1]
 
 
+# Issue 21: exceptions everywhere. ML raises (through closures, handlers, a par) and the run
+# time's exceptions (Overflow, Div) leave code whose calls are counted per block or one by one;
+# either way --stats counts exactly the calls made, with and without batched counts.
+RAISING = ("exception No of int\n"
+           "fun apply f x = f x\n"
+           "fun look k [] = raise No k | look k ((j, v) :: r) = if j = k then v else look k r\n"
+           "fun try k = apply (look k) [(1, 10), (2, 20)] handle No j => j\n"
+           "fun big n = if n = 0 then 1 else 2 * big (n - 1)\n"
+           "fun safe n = (fib 8 + big n) handle Overflow => fib 3\n"
+           "fun q n = (fib 5 + 10 div n) handle Div => ~1\n"
+           "fun h n = if n = 0 then 0 else 100 div (n - 3) + h (n - 1) + fib 4\n"
+           "fun pair n = let val (a, b) = ForkJoin.par (fn () => try n, fn () => safe (60 + n)) in a + b end\n"
+           "fun sum 0 acc = acc | sum n acc = sum (n - 1) (acc + try n + safe (30 * n) + q (n mod 3) + pair n + (h (n mod 7) handle Div => 5))\n"
+           'val _ = print (Int.toString (sum 40 0) ^ "\\n")\n')
+
+
+@pytest.mark.parametrize("pes", [1, 16])
+def test_raises_keep_reductions_exact_with_and_without_batched_counts(pes):
+    text = FIB + RAISING
+    counts, outputs = [], []
+    for passes in (("ml-ranges",), ("ml-ranges", "ml-batch-counts")):
+        out = io.StringIO()
+        stats = Machine(compile_source(text, "t.sml", passes=passes), stream=out, pes=pes,
+                        topology=None if pes == 1 else "mesh:4x4").run().stats
+        counts.append(stats.reductions)
+        outputs.append(out.getvalue())
+    assert outputs[0] == outputs[1] != ""
+    assert counts[0] == counts[1] > 0
+
+
+def test_closure_calls_that_reach_no_join_run_as_direct_code():
+    """ml-kinds: a function that applies closures is direct code unless a closure it may call
+    (some function made into a closure) reaches a ForkJoin.par; `raises` follows ML raises."""
+    text = ("exception E\n"
+            "fun apply f x = f x\n"
+            "fun down 0 = 0 | down n = 1 + apply down (n - 1)\n"
+            "fun fail n = if n = 0 then raise E else n\n"
+            'val _ = print (Int.toString (down 1000 + fail 2) ^ "\\n")\n')
+    m = functions(text, ())
+    kinds = {f.name: m.annotation(k, "ml-kinds.kind") for k, f in m.rules.items()}
+    raises = {f.name: m.annotation(k, "ml-kinds.raises") for k, f in m.rules.items()}
+    assert kinds["apply"] == kinds["down"] == "direct"
+    assert raises["fail"] and not raises["down"] and not raises["apply"]
+    forked = text.replace("fun down 0 = 0 | down n = 1 + apply down (n - 1)",
+                          "fun down 0 = 0 | down n = 1 + apply down (n - 1)\n"
+                          "fun two n = ForkJoin.par (fn () => n, fn () => n)")
+    forked = forked.replace("down 1000 + fail 2", "down 1000 + fail 2 + #1 (apply two 3)")
+    m = functions(forked, ())
+    kinds = {f.name: m.annotation(k, "ml-kinds.kind") for k, f in m.rules.items()}
+    assert kinds["apply"] == kinds["down"] == kinds["two"] == "generator"
+    assert outcome(forked, ()) == ("1005\n", None) and outcome(forked, None) == ("1005\n", None)
+
+
 # Issue 15: a direct call whose block cannot test the countdown at its start (inside a `try`,
 # after a call or an effect) picks `f_d` or `f_n` per call; `f_n` existed only for functions
 # with a depth-bounded copy, so any other direct recursion past 200 frames ended in NameError.

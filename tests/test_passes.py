@@ -63,7 +63,7 @@ def test_every_rule_carries_the_machine_analyses():
     par = compile_source("main <- write(hi).\n", "t.par", opt=0)
     assert all(set(par.annotations[k]) == {"granularity.cost", "granularity.exportable"} for k in par.rules)
     ml = compile_source('val _ = print "hi"\n', "t.sml", opt=0)
-    assert all(set(ml.annotations[k]) == {f"ml-kinds.{n}" for n in ("kind", "pure", "loop", "reads", "refs")}
+    assert all(set(ml.annotations[k]) == {f"ml-kinds.{n}" for n in ("kind", "pure", "loop", "raises", "reads", "refs")}
                for k in ml.rules)
     assert set(ml.annotations[MODULE_FACTS]) == {"ml-kinds.globals"}
 

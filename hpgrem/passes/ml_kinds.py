@@ -3,12 +3,18 @@ Annotations, per function (`ml-kinds.kind`, ...):
 
 - `kind` (str): "plain" when its calls are only to primitives and other plain functions and the
   plain call graph has no cycles (a self tail call is a loop), so running it directly cannot
-  grow Python's stack without bound; "direct" when it is not plain but (transitively) calls only
-  known functions, so it may recurse in Python to a bounded depth; else "generator";
+  grow Python's stack without bound; "direct" when it is not plain and cannot reach a
+  `ForkJoin.par` join (`_reach_par`), so it may run to completion as Python code, recursing in
+  Python to a bounded depth; else "generator" (only such code may have to wait for a join);
 - `pure` (bool): it cannot print or touch a ref, directly, through known calls, or through
   calls of unknown functions when any function that escapes as a value is impure (only pure
   thunks of `ForkJoin.par` may run as separate tasks, so effects keep program order);
 - `loop` (bool): it calls itself in a tail position;
+- `raises` (bool): an ML `raise` may leave it: it raises, joins a `ForkJoin.par` (which
+  re-raises a thunk's exception), calls a function that raises, or applies an unknown function
+  while some function made into a closure raises (exceptions of primitives, such as Overflow,
+  are not counted: the run time raises them); its calls are counted one by one, not per block
+  (pam/ml/codegen.py), so that a raise needs no settling of counts;
 - `reads` (tuple of int): the global slots it reads;
 - `refs` (tuple of str): the functions it calls or makes closures of;
 
@@ -32,7 +38,7 @@ EFFECTS = ("print", "!", ":=")  # primitives that print or touch a ref
 class MLKinds:
     name: str = "ml-kinds"
     dialects: tuple[str, ...] = ("ml",)
-    records: tuple[str, ...] = ("kind", "pure", "loop", "reads", "refs", "globals")
+    records: tuple[str, ...] = ("kind", "pure", "loop", "raises", "reads", "refs", "globals")
 
     def apply(self, module: Module) -> Module:
         functions = module.rules
@@ -42,6 +48,8 @@ class MLKinds:
         reads: dict[str, set[int]] = {}
         refs: dict[str, set[str]] = {}
         unknown: set[str] = set()  # functions that apply unknown functions (closures, par)
+        pars: set[str] = set()  # functions with a ForkJoin.par
+        raising: set[str] = set()  # functions with a raise or a par
         escaping: set[str] = set()  # functions made into closures
         effects: set[str] = set()
         for key, fn in functions.items():
@@ -55,6 +63,11 @@ class MLKinds:
                     refs[key].add(x.function)
                 elif isinstance(x, (ir.Apply, ir.Par)):
                     unknown.add(key)
+                    if isinstance(x, ir.Par):
+                        pars.add(key)
+                        raising.add(key)
+                elif isinstance(x, ir.Raise):
+                    raising.add(key)
                 elif isinstance(x, ir.Prim) and x.op in EFFECTS:
                     effects.add(key)
                 elif isinstance(x, (ir.SetGlobal, ir.Global)):
@@ -62,12 +75,13 @@ class MLKinds:
                     if isinstance(x, ir.Global):
                         reads[key].add(slot)
         impure = _impure(functions, calls, unknown, escaping, effects)
+        raises = _impure(functions, calls, unknown, escaping, raising)  # the same fixpoint
         plain = _plain(functions, calls, unknown, entry)
-        direct = _direct(functions, calls, unknown, entry, plain)
+        direct = set(functions) - plain - _reach_par(functions, calls, unknown, escaping, pars) - {entry}
         notes: dict[str, dict] = {MODULE_FACTS: {"globals": tuple(slots)}}
         for key, fn in functions.items():
             kind = "plain" if key in plain else "direct" if key in direct else "generator"
-            notes[key] = {"kind": kind, "pure": key not in impure, "loop": _self_tail_call(fn),
+            notes[key] = {"kind": kind, "pure": key not in impure, "loop": _self_tail_call(fn), "raises": key in raises,
                           "reads": tuple(sorted(reads[key])), "refs": tuple(sorted(refs[key]))}
         return annotated(module, self, notes)
 
@@ -114,18 +128,21 @@ def _plain(functions, calls, unknown, entry: str) -> set[str]:
     return plain
 
 
-def _direct(functions, calls, unknown, entry: str, plain: set[str]) -> set[str]:
-    """Functions that are not plain but call only known functions (no closures, no par),
-    transitively; never the entry."""
-    direct = {k for k in functions if k not in plain and k not in unknown and k != entry}
+def _reach_par(functions, calls, unknown, escaping, pars) -> set[str]:
+    """The functions that may reach a `ForkJoin.par` (whose join may have to wait): those with
+    a par, those that call one of them, and those that apply an unknown function while some
+    function made into a closure (the only targets an application can have) reaches a par.
+    A fixpoint, as `_impure`."""
+    reach = set(pars)
     changed = True
     while changed:
         changed = False
-        for k in list(direct):
-            if any(c not in direct and c not in plain for c in calls[k]):
-                direct.discard(k)
+        any_escaping = bool(reach & escaping)
+        for key in functions:
+            if key not in reach and ((key in unknown and any_escaping) or calls[key] & reach):
+                reach.add(key)
                 changed = True
-    return direct
+    return reach
 
 
 def _on_cycles(nodes: set[str], calls: dict[str, set[str]]) -> set[str]:

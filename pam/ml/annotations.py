@@ -18,7 +18,7 @@ DEPTH = 200  # Python frames of direct recursion before the rest runs on a heap 
 class FunctionInfo:
     """How one function is compiled: its Python name and what the passes said of it."""
 
-    __slots__ = ("key", "py", "gen", "pure", "loop", "fn", "direct", "bounded")
+    __slots__ = ("key", "py", "gen", "pure", "loop", "fn", "direct", "bounded", "applies", "raises")
 
     def __init__(self, key: str, py: str, fn: ir.Function):
         self.key, self.py, self.fn = key, py, fn
@@ -26,6 +26,8 @@ class FunctionInfo:
         self.gen = True
         self.pure = True
         self.loop = False
+        self.raises = True  # an ML raise may leave it (ml-kinds): its calls are counted one by one
+        self.applies = any(isinstance(x, ir.Apply) for x in ir.walk(fn.body))  # calls closures
         # (argument position, the largest value of it whose calls nest at most DEPTH frames):
         # a direct function that calls only itself and plain functions, with that argument
         # decreasing (ml-ranges' `depth`); such calls run in a copy `_b` without depth test.
@@ -51,6 +53,7 @@ class Annotations:
             info.direct = notes[KIND] == "direct"
             info.pure = notes["ml-kinds.pure"]
             info.loop = notes["ml-kinds.loop"]
+            info.raises = notes.get("ml-kinds.raises", True)  # unknown (an older .hpg): it may
             self.reads[key] = set(notes["ml-kinds.reads"])
             self.refs[key] = set(notes["ml-kinds.refs"])
         names = module.annotation(ir.MODULE_FACTS, "ml-kinds.globals", ())
@@ -71,7 +74,8 @@ class Annotations:
                 and type(note[1]) is int and len(fn.params) - fn.arity <= note[1] < len(fn.params)
                 and type(note[2]) is int and ir.INT_MIN < note[2] <= ir.INT_MAX):
             return None
-        if any(k != info.key and (k not in self.info or self.info[k].gen) for k in self.refs[info.key]):
+        if info.applies or any(k != info.key and (k not in self.info or self.info[k].gen)
+                               for k in self.refs[info.key]):
             return None  # it reaches other recursion: its depth is not its own
         return note[1], note[2] + DEPTH - 2  # a call with n nests n - L + 2 frames
 

@@ -80,6 +80,10 @@ class FunctionCompiler:
         self.info = info
         # "gen" (a generator), "plain", or "direct" (the Python-recursive twin of a direct function)
         self.mode = mode or ("gen" if info.gen else "plain")
+        # With ml-batch-counts a caller counts its calls of direct code, once per block, unless an
+        # ML raise may leave this function (ml-kinds' `raises`): then it counts each call just
+        # before making it, so that such a raise has no counted call to take back (`settle`).
+        self.batch = analysis.batch_counts and not info.raises
         self.fn = info.fn
         self.out = Emitter(depth=1)
         self.names: dict[str, str] = root.names if root is not None else {}
@@ -257,7 +261,7 @@ class FunctionCompiler:
                 if params:
                     out.emit(f"{', '.join(params)} = {', '.join(args)}")
                 self.traced(self.local_params())
-                if self.a.batch_counts:  # the iteration counts with its block, made here
+                if self.batch:  # the iteration counts with its block, made here
                     out.emit(self.counted(self.count_call(False), "continue"))
                 else:
                     out.emit(TICK)
@@ -285,14 +289,14 @@ class FunctionCompiler:
     def open_count(self) -> None:
         """A block starts: the calls of direct code made in it (outside its inner blocks) are
         counted once at its start, instead of one by one in the callees."""
-        if self.a.batch_counts:
+        if self.batch:
             # Direct code may move itself to a heap stack (when `d` is 0) from a block that
             # nothing it did before could tell apart from a fresh call: outside any `try`.
             restart = self.mode == "direct" and self.fresh and self.root is self and not self.handlers
             self.counts.append(_Count(len(self.out.lines), self.out.depth, restart, self.a.marks.block()))
 
     def close_count(self) -> None:
-        if not self.a.batch_counts:
+        if not self.batch:
             return
         c = self.counts.pop()
         if not c.calls:
@@ -317,6 +321,17 @@ class FunctionCompiler:
         c.calls += 1
         c.deeper |= deeper
         return c
+
+    def count(self, call: str, deeper: bool = False) -> str:
+        """A call of direct code that its caller counts (batched counts): counted with its block
+        (`deeper`: one frame deeper, `dd`), or, in a function an ML raise may leave, counted
+        just before it is made, its result named."""
+        if self.batch:
+            return self.counted(self.count_call(deeper), call)
+        self.out.emit(TICK if self.a.poll else "calls[0] += 1")
+        tmp = self.out.temp()
+        self.out.emit(f"{tmp} = {call}")
+        return tmp
 
     def counted(self, c: _Count, call: str) -> str:
         """The text of a call counted with block `c`, marked so that `generate` finds where it
@@ -399,7 +414,8 @@ class FunctionCompiler:
             out.emit("except Packet as _p:")
             out.depth += 1
             if self.a.batch_counts:  # calls counted and not made, in this try and below it
-                out.emit(f"settle(_p, R{region})")
+                out.emit("if _p.ml: _p.__traceback__ = None")  # an ML raise left no such call
+                out.emit(f"else: settle(_p, R{region})")
             else:
                 out.emit("_p.__traceback__ = None")
             self.open_count()
@@ -596,15 +612,14 @@ class FunctionCompiler:
             f, x = self.exprs((e.fn, e.arg), atomic=True)
             self.fresh = False
             tmp = out.temp()
-            out.emit(f"{tmp} = {f}.fn(*{f}.env, {x})")
-            out.emit(f"if {f}.gen: {tmp} = yield {tmp}")
+            self.apply(f, x, tmp)
             return tmp
         if isinstance(e, ir.Packet):
             con = self.expr(e.con)
             if e.arg is None:
-                return f"Packet({con})"
+                return f"{con}.packet"
             con, arg = self.exprs((e.con, e.arg))
-            return f"Packet({con}, {arg})"
+            return f"Packet({con}, {arg}, True)"
         if isinstance(e, ir.BasisException):
             if e.name not in ML_BASIS_EXCEPTIONS:  # never paste a name from an untrusted .hpg
                 raise ValueError(f"unknown basis exception {e.name!r}")
@@ -643,7 +658,7 @@ class FunctionCompiler:
         if self.mode == "bounded":  # it calls only itself (and plain functions)
             call = f"{callee.py}_b({text})"
             if self.a.batch_counts:
-                call = self.counted(self.count_call(False), call)
+                call = self.count(call)
             return "value", call
         if callee.bounded is not None and self.mode == "gen" and not self.info.direct:
             args = [self.atom(a) for a in args]
@@ -652,18 +667,18 @@ class FunctionCompiler:
             entry = f"{callee.py}_d({DEPTH if self.a.batch_counts else 0}, {text})"
             call = f"({callee.py}_b({text}) if {args[pos]} <= {limit} else {entry})"
             if self.a.batch_counts:
-                call = self.counted(self.count_call(False), call)
+                call = self.count(call)
             return "value", call
         if callee.direct and self.a.batch_counts:
             # `d` counts down the Python frames left (`dd` is d - 1, set with the block's count);
             # at 0 the twin runs on a heap stack. The call is counted with its block's others.
             if self.mode == "direct":
-                c = self.count_call(True)
-                if c.restart:  # `d` was tested at the block's start
-                    return "value", self.counted(c, f"{callee.py}_d(dd, {text})")
-                return "value", self.counted(c, f"({callee.py}_d if d else {callee.py}_n)(dd, {text})")
+                if self.batch and self.counts[-1].restart:  # `d` was tested at the block's start
+                    return "value", self.count(f"{callee.py}_d(dd, {text})", True)
+                dd = "dd" if self.batch else "d - 1"  # unbatched: no block sets `dd`
+                return "value", self.count(f"({callee.py}_d if d else {callee.py}_n)({dd}, {text})", True)
             if not self.info.direct:
-                return "value", self.counted(self.count_call(False), f"{callee.py}_d({DEPTH}, {text})")
+                return "value", self.count(f"{callee.py}_d({DEPTH}, {text})")
         if callee.direct and self.mode == "direct":
             if any(not _atomic(a) for a in args):
                 args = [self.atom(a) for a in args]
@@ -673,6 +688,43 @@ class FunctionCompiler:
         if callee.direct and self.mode == "gen" and not self.info.direct:
             return "value", f"{callee.py}_d(0, {text})"
         return "gen", f"{callee.py}({text})"
+
+    def apply(self, f: str, x: str, tmp: str) -> None:
+        """`tmp = f x`, `f` a closure. A closure of a direct function carries its twin (`f.d`):
+        code that cannot reach a join (ml-kinds) only applies plain and direct functions, and
+        calls the twin as it calls a known direct function (Python recursion to DEPTH, then the
+        heap stack); a generator outside the direct set enters the twin afresh. Only the
+        generator form of a direct function (on a heap stack) and code that may reach a join
+        step a closure's frames. The twin's call is counted here when the caller counts calls
+        (batched counts), by the twin itself otherwise."""
+        out = self.out
+        call = f"{f}.fn(*{f}.env, {x})"
+        twin = f"{f}.d(%s, *{f}.env, {x})"
+        count = ["calls[0] += 1", *([f"if calls[0] > {POLL}: tick()"] if self.a.poll else [])]
+        if self.mode == "direct":
+            out.emit(f"if {f}.d is None: {tmp} = {call}")
+            if self.a.batch_counts:
+                out.emit("elif d:")
+                for line in count:
+                    out.emit("    " + line)
+                out.emit(f"    {tmp} = {twin % 'd - 1'}")
+                place = f"{DEPTH} + 1"
+            else:
+                out.emit(f"elif d < {DEPTH}: {tmp} = {twin % 'd + 1'}")
+                place = "d + 1"
+            out.emit(f"else: {tmp} = {heap_call(call, 1, place, self.a.trace)}")
+        elif self.mode == "gen" and not self.info.direct:
+            out.emit(f"if {f}.d is None:")
+            out.emit(f"    {tmp} = {call}")
+            out.emit(f"    if {f}.gen: {tmp} = yield {tmp}")
+            out.emit("else:")
+            if self.a.batch_counts:
+                for line in count:
+                    out.emit("    " + line)
+            out.emit(f"    {tmp} = {twin % (DEPTH if self.a.batch_counts else 0)}")
+        else:
+            out.emit(f"{tmp} = {call}")
+            out.emit(f"if {f}.gen: {tmp} = yield {tmp}")
 
     def atom(self, x: str) -> str:
         if _atomic(x):

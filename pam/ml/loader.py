@@ -80,11 +80,11 @@ class MLRuntime:
             regions[id(ns[name].__code__)] = region
         for (kind, fkey), name in deferred:
             info = infos[fkey]
-            fn = ns[info.py]
+            fn, d = ns[info.py], ns[info.py + "_d"] if info.direct else None
             if kind == "closure0":
-                ns[name] = Closure(fn, (), fkey, info.gen, info.pure)
+                ns[name] = Closure(fn, (), fkey, info.gen, info.pure, d)
             else:
-                ns[name] = _closure_maker(fn, fkey, info.gen, info.pure)
+                ns[name] = _closure_maker(fn, fkey, info.gen, info.pure, d)
         if trace is not None:
             trace.bind(ns)
         step = make_step(pe, basis.exn_message, calls, banked, settle, trace)
@@ -132,7 +132,8 @@ class MLPlace:
 
     def closure(self, key: str, env: tuple) -> Closure:
         info = self.compiled.analysis.info[key]
-        return Closure(self.ns[info.py], env, key, info.gen, info.pure)
+        d = self.ns[info.py + "_d"] if info.direct else None
+        return Closure(self.ns[info.py], env, key, info.gen, info.pure, d)
 
     def globals_for(self, thunk: Closure) -> tuple:
         """(slot, value) of the globals the thunk's code (and closures in its environment) may read."""
@@ -172,6 +173,9 @@ def make_settle(calls: list, regions: dict[int, Region]):
         tb = exc.__traceback__
         if tb is None:
             return
+        if exc.ml:  # an ML raise crosses only functions that count each call when made
+            exc.__traceback__ = None
+            return
         n = 0
         if here is not None:  # the catching frame: only its `try` body was left
             n = here.known.get(tb.tb_lasti)
@@ -190,9 +194,9 @@ def make_settle(calls: list, regions: dict[int, Region]):
     return settle
 
 
-def _closure_maker(fn, key: str, gen: bool, pure: bool):
+def _closure_maker(fn, key: str, gen: bool, pure: bool, d):
     """What generated code calls to make a closure of `key` over an environment."""
-    return lambda env: Closure(fn, env, key, gen, pure)
+    return lambda env: Closure(fn, env, key, gen, pure, d)
 
 
 def _ticker(pe, calls: list, banked: list, timeout: float | None):

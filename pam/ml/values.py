@@ -38,12 +38,15 @@ class ExnCon:
     """An exception constructor. Identity is what matters: SML exceptions are generative, so a
     declaration evaluated twice makes two different constructors with the same name."""
 
-    __slots__ = ("name", "has_arg", "uid")
+    __slots__ = ("name", "has_arg", "uid", "packet")
 
     def __init__(self, name: str, has_arg: bool = False, uid=None) -> None:
         self.name = name
         self.has_arg = has_arg
         self.uid = uid
+        # A constructor without argument has one packet, which ML code raises every time
+        # (exception values have no identity in ML; a fresh one per raise cost 0.4 us).
+        self.packet = None if has_arg else Packet(self, None, True)
 
     def global_uid(self):
         """A name for this constructor that is the same on every PE (given when it first
@@ -58,12 +61,20 @@ class ExnCon:
 
 
 class Packet(Exception):
-    """An exception value (type exn); raising it raises the ML exception."""
+    """An exception value (type exn); raising it raises the ML exception. `ml` is true for a
+    packet made by the program's code (an ML `raise` of it crosses only functions whose call
+    counts are not batched, so its catcher has nothing to settle, pam/ml/loader.py), false for
+    one the run time raises (Overflow, Div, a basis function's exception)."""
 
-    def __init__(self, con: ExnCon, arg=None) -> None:
-        super().__init__(con.name)
+    __slots__ = ("con", "arg", "ml")
+
+    def __init__(self, con: ExnCon, arg=None, ml: bool = False) -> None:
         self.con = con
         self.arg = arg
+        self.ml = ml
+
+    def __str__(self) -> str:
+        return self.con.name
 
     def __repr__(self) -> str:
         return f"Packet({self.con.name}, {self.arg!r})"
@@ -99,16 +110,19 @@ class Closure:
     """A function value: `fn` is the compiled code of a lifted function, `env` the values of
     its free variables (a tuple), `key` the function's name in the module (for packing and
     reports). `gen` is true when `fn` is a generator function (its calls go through the task's
-    frame stack) and false when it is plain code that returns its result directly."""
+    frame stack) and false when it is plain code that returns its result directly. `d` is the
+    Python-recursive twin of a direct function (pam/ml/codegen.py, its depth first), None for
+    the others: code that cannot reach a join calls it instead of stepping `fn`'s frames."""
 
-    __slots__ = ("fn", "env", "key", "gen", "pure")
+    __slots__ = ("fn", "env", "key", "gen", "pure", "d")
 
-    def __init__(self, fn, env: tuple, key: str, gen: bool, pure: bool) -> None:
+    def __init__(self, fn, env: tuple, key: str, gen: bool, pure: bool, d=None) -> None:
         self.fn = fn
         self.env = env
         self.key = key
         self.gen = gen
         self.pure = pure
+        self.d = d
 
     def __repr__(self) -> str:
         return f"<fn {self.key}>"
