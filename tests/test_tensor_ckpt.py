@@ -23,7 +23,7 @@ from conftest import ROOT
 from backend.tensor import checkpoint
 from backend.tensor.checkpoint import (MANIFEST, CheckpointError, Invalid, Writer, latest, read_checkpoint,
                                        step_dir)
-from backend.tensor.config import config_from_table, load_config
+from backend.tensor.config import ConfigError, config_from_table, load_config
 from backend.tensor.train import RunOptions, Trainer, train
 from hpgrem.driver.cli import main
 
@@ -238,6 +238,32 @@ def test_resume_under_another_layout_loads_the_same_state_and_trains_on(tmp_path
         assert np.abs(after[name] - value).max() <= 1e-9 * np.abs(value).max(), name
 
 
+@pytest.mark.parametrize("saved, resumed", [((2, 1, 1, 0), "dp=1,tp=2"), ((1, 2, 1, 0), "tp=1,pp=2"),
+                                            ((2, 1, 1, 3), "dp=1,tp=2,pp=2,zero=0"), ((1, 1, 2, 0), "pp=1,dp=2,zero=1")])
+def test_resume_under_another_layout_is_bit_identical_to_the_run_that_changed_layout_in_memory(
+        tmp_path, saved, resumed):
+    """The strong form: a run checkpointed at step 2 under L1 and resumed under L2 ends with the
+    bits of the uninterrupted run that went on under L2 after step 2 (`--relayout`)."""
+    dp, tp, pp, zero = saved
+    layout = dict(dp=dp, tp=tp, pp=pp, zero=zero)
+    switched = train(config(tmp_path / "a", 4, **layout), RunOptions(relayout=f"2:{resumed}"), report=False)
+    assert [r.step for r in switched.records] == [1, 2, 3, 4]
+    train(config(tmp_path / "ck", 3, every=2, **layout), report=False)  # checkpoints at 2; "dies" after 3
+    to = {**layout, **{k: int(v) for k, v in (item.split("=") for item in resumed.split(","))}}
+    again = train(config(tmp_path / "ck", 4, **to), RunOptions(resume=True), report=False)
+    assert [r.step for r in again.records] == [3, 4]
+    assert same(again.params, switched.params)
+    assert [r.loss for r in again.records] == [r.loss for r in switched.records[2:]]
+
+
+@pytest.mark.parametrize("text, why", [("x:dp=2", "expected STEP:KEY=VALUE"), ("2:", "expected STEP:KEY=VALUE"),
+                                       ("2:dpp=2", "is not KEY=VALUE"), ("2:dp=two", "dp takes int"),
+                                       ("2:dp=3", "not divisible by dp"), ("2:pp=3", "chunks need at least")])
+def test_relayout_is_checked_before_the_run(tmp_path, text, why):
+    with pytest.raises(ConfigError, match=why):
+        Trainer(config(tmp_path, 4, dp=2), RunOptions(relayout=text, pes=2))
+
+
 def test_resume_refuses_a_checkpoint_of_another_model_and_starts_afresh_without_one(tmp_path, capsys):
     train(config(tmp_path, 1, every=1), report=False)
     other = config_from_table({"model": {"n_layer": 3}, "checkpoint": {"dir": str(tmp_path)}}, "test")
@@ -421,6 +447,15 @@ def test_a_killed_rank_ends_every_rank_within_10_s_naming_it_and_resume_is_bit_i
     whole = _mpi_train("--steps", str(step + 2), "--save", str(tmp_path / "whole.npz"))
     assert whole.returncode == 0, whole.stderr
     with np.load(tmp_path / "resumed.npz") as a, np.load(tmp_path / "whole.npz") as b:
+        assert same(dict(a), dict(b))
+    # and under another layout: bit-identical to the uninterrupted run that changed to it there
+    other = _mpi_train("--steps", str(step + 2), "--checkpoint-dir", str(root), "--resume", "--dp", "1", "--tp", "2",
+                       "--save", str(tmp_path / "other.npz"))
+    assert other.returncode == 0, other.stderr
+    switched = _mpi_train("--steps", str(step + 2), "--relayout", f"{step}:dp=1,tp=2",
+                          "--save", str(tmp_path / "switched.npz"))
+    assert switched.returncode == 0, switched.stderr
+    with np.load(tmp_path / "other.npz") as a, np.load(tmp_path / "switched.npz") as b:
         assert same(dict(a), dict(b))
 
 

@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -36,6 +36,7 @@ class RunOptions:
     fail_pe: str | None = None  # "K@STEP": simulated PE K fails in step STEP (backend/tensor/faults.py)
     show_schedule: bool = False  # print each pipeline stage's action list before training
     trace: object | None = None  # a pam.trace.Trace recording every PE's steps (one process only)
+    relayout: str | None = None  # "STEP:KEY=VALUE,...": after step STEP, go on under that layout
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,19 +102,70 @@ def layout_pes(config: TrainConfig, options: RunOptions, comm) -> int:
     return pes
 
 
+def parse_relayout(text: str, config: TrainConfig) -> tuple[int, TrainConfig]:
+    """`--relayout STEP:KEY=VALUE,...` (keys of [parallel] and micro_batches): the step after
+    which the run goes on under another layout, and the configuration of that layout (checked
+    as a configuration is); ConfigError, one line, on a mistake."""
+    from backend.tensor.config import check, key_type
+    step_text, _, body = text.partition(":")
+    try:
+        step = int(step_text)
+    except ValueError:
+        step = 0
+    if step < 1 or not body:
+        raise ConfigError(f"--relayout {text!r}: expected STEP:KEY=VALUE,..., e.g. 4:dp=1,tp=2 "
+                          "(after step 4, tensor parallelism over 2 PEs)")
+    parallel, train = {}, {}
+    for item in body.split(","):
+        key, _, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        section = "train" if key == "micro_batches" else "parallel"
+        if section == "parallel" and key not in {f.name for f in fields(config.parallel)} or not value:
+            raise ConfigError(f"--relayout {text!r}: {item!r} is not KEY=VALUE of a [parallel] key or "
+                              "micro_batches")
+        kind = key_type(section, key)
+        try:
+            (train if section == "train" else parallel)[key] = kind(value.strip())
+        except ValueError:
+            raise ConfigError(f"--relayout {text!r}: {key} takes {kind.__name__}, not {value!r}") from None
+    new = replace(config, parallel=replace(config.parallel, **parallel), train=replace(config.train, **train),
+                  source=f"--relayout {text}")
+    check(new)
+    return step, new
+
+
 class Trainer:
     """One training run, step by step (the command line drives it; tests and benchmarks too)."""
 
     def __init__(self, config: TrainConfig, options: RunOptions = RunOptions(), comm=None):
-        from backend.tensor.gpt import ModelShape, build_training_step, init_params
-        from backend.tensor.job import Layout, LayoutError, TensorJob
-        from backend.tensor.memory_plan import device_budget
+        from backend.tensor.gpt import ModelShape
         self.config = config = effective_config(config, options)
         self.options = options
-        pes = layout_pes(config, options, comm)
+        self.comm = comm
+        self.relayout_at = parse_relayout(options.relayout, config) if options.relayout is not None else None
+        if self.relayout_at is not None:  # its PEs (or MPI ranks) checked before the run starts
+            layout_pes(self.relayout_at[1], replace(options, pes=None), comm)
         self.text = TextData.load(options.data, config.model.seq_len) if options.data is not None else None
-        m, t = config.model, config.train
+        m = config.model
         self.shape = ModelShape(m.n_layer, m.n_head, m.d_model, m.seq_len, m.vocab)
+        self._start(config)
+        if options.show_schedule and (comm is None or comm.Get_rank() == 0):
+            print(self.job.schedule_text(), file=sys.stderr)
+        self.step_count = 0
+        self._held_out_module = None
+        if options.resume:
+            self.step_count = self.checkpoints.resume()
+
+    def _start(self, config: TrainConfig) -> None:
+        """The job of `config`'s layout, from the model's initial parameters, and its checkpoints."""
+        from backend.tensor.faults import parse_failure
+        from backend.tensor.gpt import build_training_step, init_params
+        from backend.tensor.job import Layout, LayoutError, TensorJob
+        from backend.tensor.job_state import state_shapes
+        from backend.tensor.memory_plan import device_budget
+        from backend.tensor.persist import RunCheckpoints
+        options, comm, t = self.options, self.comm, config.train
+        pes = layout_pes(config, replace(options, pes=None) if options.pes == self.config.ranks else options, comm)
         module = build_training_step(self.shape, t.batch, t.dtype, t.weight_decay, t.clip)
         params = init_params(self.shape, t.seed, t.dtype)
         rate = {} if options.flops_per_s is None else {"flops_per_s": options.flops_per_s}
@@ -123,18 +175,23 @@ class Trainer:
                                  device_budget=device_budget(config), trace=options.trace, **rate)
         except LayoutError as e:
             raise ConfigError(str(e)) from None
-        if options.show_schedule and (comm is None or comm.Get_rank() == 0):
-            print(self.job.schedule_text(), file=sys.stderr)
-        self.step_count = 0
-        self._held_out_module = None
-        from backend.tensor.faults import parse_failure
-        from backend.tensor.job_state import state_shapes
-        from backend.tensor.persist import RunCheckpoints
         failure = parse_failure(options.fail_pe, pes) if options.fail_pe is not None else None
         self.checkpoints = RunCheckpoints(config, self.job, state_shapes(self.shape.param_shapes()),
                                           options.data, comm, failure)
-        if options.resume:
-            self.step_count = self.checkpoints.resume()
+
+    def relayout(self, config: TrainConfig) -> None:
+        """Go on under the layout of `config` (the same model, data and dtype): the state of the
+        last step gathered into whole tensors, the job made again for the new layout, and each
+        rank given its part of them, as `--resume` under another layout does from a checkpoint,
+        without the disk. So a run killed after step k and resumed under layout L2 ends with the
+        same bits as the run that changed to L2 after step k here."""
+        from backend.tensor.job_state import local_states, restore, state_shapes
+        states = local_states(self.job, state_shapes(self.shape.param_shapes()))
+        values = {name: np.array(value) for name, value in next(iter(states.values())).items()}
+        self.close()
+        self._start(config)
+        restore(self.job, values)
+        self.config = config
 
     def batch(self, step: int) -> tuple[np.ndarray, np.ndarray]:
         """The global batch of 1-based `step` (the same on every rank)."""
@@ -145,6 +202,8 @@ class Trainer:
 
     def step(self, measure_held_out: bool = False) -> tuple[StepRecord, object]:
         """Run the next step; its record and the job's statistics for it."""
+        if self.relayout_at is not None and self.step_count == self.relayout_at[0]:
+            self.relayout(self.relayout_at[1])
         t = self.config.train
         self.step_count += 1
         k = self.step_count

@@ -50,6 +50,8 @@ def train_parser() -> argparse.ArgumentParser:
                      "in [checkpoint] dir (under any layout)")
     run.add_argument("--fail-pe", metavar="K@STEP", help="simulated PE K fails in step STEP; the run "
                      "recovers from peer copies ([checkpoint] peer_copy) or the newest checkpoint")
+    run.add_argument("--relayout", metavar="STEP:KEY=VALUE,...", help="after step STEP go on under another "
+                     "layout ([parallel] keys, micro_batches), the state resharded in memory, e.g. 4:dp=1,tp=2")
     run.add_argument("--show-schedule", action="store_true", help="print each pipeline stage's list of "
                      "actions (forward, backward, send, recv, reduce, optimizer) before training")
     run.add_argument("--trace", metavar="OUT.jsonl", help="record every PE's steps (each pipeline action, "
@@ -93,7 +95,8 @@ def cmd_train(argv: list[str], comm) -> int:
         print(e.diagnostic.render(e.text), file=sys.stderr)
         return 2
     options = RunOptions(pes=args.pes, topology=args.topology, data=args.data, flops_per_s=args.flops_per_s,
-                         resume=args.resume, fail_pe=args.fail_pe, show_schedule=args.show_schedule)
+                         resume=args.resume, fail_pe=args.fail_pe, show_schedule=args.show_schedule,
+                         relayout=args.relayout)
     rank0 = comm is None or comm.Get_rank() == 0
     trace = _start_trace(args, config, comm)
     options = replace(options, trace=trace)
