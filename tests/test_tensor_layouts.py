@@ -3,8 +3,9 @@ group with integer-valued tensors where every result is exact (sizes that do not
 padded); shards of GPT-2's tensors and back; and the exactness matrix: for each layout of
 LAYOUTS, every step's loss and the parameters after the steps match the 1-PE run (float64 to
 1e-9 relative, float32 losses to 1e-5 and parameters to 1e-3 of each tensor's largest
-magnitude) on simulated PEs, and a few layouts under `mpiexec -n 2` and `-n 4` (this file is
-the ranks' script: `python tests/test_tensor_layouts.py OUT.npz LAYOUT...` under mpiexec).
+magnitude) on simulated PEs, and under `mpiexec -n 2`, `-n 4` and `-n 8`, several layouts a
+launch (this file is the ranks' script: `python tests/test_tensor_layouts.py OUT.npz LAYOUT...`
+under mpiexec).
 """
 
 from __future__ import annotations
@@ -28,26 +29,26 @@ from hpgrem.ir.tensor import graph_of  # noqa: E402
 from hpgrem.verify import verify  # noqa: E402
 from pam.tensor.graph import OpSpec, StepGraph, Value  # noqa: E402
 
-SHAPE = ModelShape(n_layer=2, n_head=4, d_model=16, seq_len=8, vocab=30)
+SHAPE = ModelShape(n_layer=4, n_head=4, d_model=16, seq_len=8, vocab=30)  # 4 layers: 2 chunks a stage
 BATCH = 4
 STEPS = 2
 LR = 1e-2
 MPIEXEC = shutil.which("mpiexec")
 
+SCHEDULES = ({"schedule": "gpipe"}, {}, {"virtual_stages": 2})
+"""GPipe, 1F1B and interleaved 1F1B (two chunks a stage)."""
+
 LAYOUTS = [
     Layout(),
     Layout(tp=2),
-    Layout(dp=2, tp=2),
-    Layout(dp=2, zero=1),
-    Layout(dp=2, zero=2),
-    Layout(dp=2, zero=3),
-    Layout(dp=2, tp=2, zero=3),
-    Layout(pp=2, micro_batches=2),
-    Layout(pp=2, micro_batches=2, schedule="gpipe"),
-    Layout(dp=2, pp=2, micro_batches=2),
-    Layout(tp=2, pp=2, micro_batches=2),
+    Layout(dp=2),
+    *(Layout(dp=2, zero=z) for z in (1, 2, 3)),
+    *(Layout(dp=2, tp=2, zero=z) for z in (0, 1, 2, 3)),
+    *(Layout(dp=dp, tp=tp, pp=2, micro_batches=2, **s) for dp, tp in ((1, 1), (2, 1), (1, 2)) for s in SCHEDULES),
+    Layout(dp=2, tp=2, pp=2, micro_batches=2),
 ]
-"""The exactness matrix: one entry per layout (pipeline layouts join this list)."""
+"""The exactness matrix: issue 19's (dp, tp, pp) = (1,1,1), (1,2,1), (1,1,2), (2,2,1), (2,1,2),
+(1,2,2), each pipeline schedule and each ZeRO stage (ZeRO is not combined with a pipeline)."""
 
 
 def batches() -> list[dict[str, np.ndarray]]:
@@ -214,10 +215,15 @@ def test_each_layout_trains_as_one_pe_does(layout, dtype):
                 assert np.array_equal(value, first[name]), (r, name)
 
 
+MPI_SCHEDULES = ("schedule=gpipe", "schedule=1f1b", "virtual_stages=2")
+
+
 @pytest.mark.parametrize("ranks, layouts", [
-    (2, ["tp=2", "pp=2,micro_batches=2"]),
-    (4, ["dp=2,tp=2", "dp=2,tp=2,zero=1", "dp=2,tp=2,zero=3", "tp=2,pp=2,micro_batches=2"]),
-])
+    (2, ["tp=2", *(f"pp=2,micro_batches=2,{s}" for s in MPI_SCHEDULES), *(f"dp=2,zero={z}" for z in (1, 2, 3))]),
+    (4, [*(f"dp=2,tp=2,zero={z}" for z in (0, 1, 2, 3)),
+         *(f"{g},pp=2,micro_batches=2,{s}" for g in ("dp=2", "tp=2") for s in MPI_SCHEDULES)]),
+    (8, [f"dp=2,tp=2,pp=2,micro_batches=2,{s}" for s in MPI_SCHEDULES]),  # 8 ranks on the machine's 2 cores
+], ids=lambda x: str(x) if isinstance(x, int) else None)
 def test_layouts_under_mpiexec_train_as_one_pe_does(ranks, layouts, tmp_path):
     if MPIEXEC is None:
         pytest.fail("mpiexec is not installed")
@@ -235,7 +241,7 @@ def test_layouts_under_mpiexec_train_as_one_pe_does(ranks, layouts, tmp_path):
 
 
 def _parse(text: str) -> Layout:
-    return Layout(**{k: int(v) for k, v in (item.split("=") for item in text.split(","))})
+    return Layout(**{k: int(v) if v.isdigit() else v for k, v in (item.split("=") for item in text.split(","))})
 
 
 def _ranks_script(out: str, layouts: list[str]) -> None:
