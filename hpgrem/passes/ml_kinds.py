@@ -171,6 +171,8 @@ def _tail_calls(fn: ir.Function):
             stack += [(x.value, False), (x.body, tail)]
         elif isinstance(x, ir.Sequence):
             stack += [(e, False) for e in x.exprs[:-1]] + [(x.exprs[-1], tail)]
+        elif isinstance(x, ir.Handle):  # the handler runs after the handle: in tail position
+            stack += [(x.body, False), (x.handler, tail)]
         elif isinstance(x, ir.Switch):
             stack.append((x.subject, False))
             stack += [(e, tail) for _, e in x.cases]

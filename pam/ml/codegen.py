@@ -104,6 +104,11 @@ class FunctionCompiler:
     def py_name(self) -> str:
         return self.info.py + {"direct": "_d", "bounded": "_b"}.get(self.mode, "")
 
+    @property
+    def tick(self) -> str:
+        """Count one reduction made here (a call, a loop's round); check the limits now and then."""
+        return TICK if self.a.poll else "calls[0] += 1"
+
     def local(self, name: str) -> str:
         py = self.names.get(name)
         if py is None:
@@ -132,7 +137,7 @@ class FunctionCompiler:
         if self.mode in ("direct", "bounded"):
             if not self.a.batch_counts:
                 # a call counts as a reduction (each further iteration of its loop too)
-                out.emit(TICK if self.a.poll else "calls[0] += 1")
+                out.emit(self.tick)
             self.traced(self.local_params())
         if self.info.loop:
             out.emit("while True:")
@@ -223,7 +228,7 @@ class FunctionCompiler:
         params = [self.local(p) for p in self.fn.params]
         if params:
             self.out.emit(f"{', '.join(params)}, = {r}.args")
-        self.out.emit(TICK)
+        self.out.emit(self.tick)
         self.traced(self.local_params())
         self.out.emit("continue")
         self.out.depth -= 1
@@ -251,6 +256,8 @@ class FunctionCompiler:
             self.switch(e, self.ret)
         elif isinstance(e, ir.Raise):
             out.emit(f"raise {self.expr(e.exn)}")
+        elif isinstance(e, ir.Handle):
+            self.handle(e, None)
         elif isinstance(e, ir.CallKnown):
             callee = self.a.info[e.function]
             args = self.exprs(e.args)
@@ -264,7 +271,7 @@ class FunctionCompiler:
                 if self.batch:  # the iteration counts with its block, made here
                     out.emit(self.counted(self.count_call(False), "continue"))
                 else:
-                    out.emit(TICK)
+                    out.emit(self.tick)
                     out.emit("continue")
             else:
                 out.emit(f"return {self.call_text(callee, args)[1]}")
@@ -328,7 +335,7 @@ class FunctionCompiler:
         just before it is made, its result named."""
         if self.batch:
             return self.counted(self.count_call(deeper), call)
-        self.out.emit(TICK if self.a.poll else "calls[0] += 1")
+        self.out.emit(self.tick)
         tmp = self.out.temp()
         self.out.emit(f"{tmp} = {call}")
         return tmp
@@ -371,7 +378,7 @@ class FunctionCompiler:
         out.emit("while True:")
         out.depth += 1
         self.blocks += 1
-        out.emit(TICK)
+        out.emit(self.tick)
         self.traced("None")
         self.open_count()
         c = self.expr(e.cond)
@@ -402,28 +409,7 @@ class FunctionCompiler:
         elif isinstance(e, ir.Switch):
             self.switch(e, lambda branch: self.assign(branch, target))
         elif isinstance(e, ir.Handle):
-            self.blocks += 1
-            self.handlers += 1
-            self.fresh = False
-            out.emit("try:")
-            region = self.a.marks.region()
-            out.emit(f"{REGION}r{region}")
-            self.block(lambda: self.assign(e.body, target))
-            out.emit(f"{REGION}q{region}")
-            self.handlers -= 1
-            out.emit("except Packet as _p:")
-            out.depth += 1
-            if self.a.batch_counts:  # calls counted and not made, in this try and below it
-                out.emit("if _p.ml: _p.__traceback__ = None")  # an ML raise left no such call
-                out.emit(f"else: settle(_p, R{region})")
-            else:
-                out.emit("_p.__traceback__ = None")
-            self.open_count()
-            out.emit(f"{self.local(e.name)} = _p")
-            self.assign(e.handler, target)
-            self.close_count()
-            out.depth -= 1
-            self.blocks -= 1
+            self.handle(e, target)
         elif isinstance(e, ir.Raise):
             out.emit(f"raise {self.expr(e.exn)}")
         elif isinstance(e, ir.While):
@@ -434,6 +420,51 @@ class FunctionCompiler:
             out.emit(f"{target} = ()")
         else:
             out.emit(f"{target} = {self.expr(e)}")
+
+    def handle(self, e: ir.Handle, target: str | None) -> None:
+        """`e handle ...` into `target`, or in tail position (`target` None). The handler runs
+        after the `except` clause, not in it: an exception raised or passing there would
+        otherwise be chained to the one caught and leave each frame of a recursion through
+        handlers by a re-raise of Python's own; and in tail position the handler's calls are
+        tail calls (a self tail call continues the loop), as in ML."""
+        out = self.out
+        self.blocks += 1
+        self.handlers += 1
+        self.fresh = False
+        caught = self.local(e.name)
+        if target is not None:
+            out.emit(f"{caught} = None")
+        out.emit("try:")
+        region = self.a.marks.region()
+        out.emit(f"{REGION}r{region}")
+        if target is None:
+            result = out.temp()
+            self.block(lambda: (self.assign(e.body, result), out.emit(f"return {result}")))
+        else:
+            self.block(lambda: self.assign(e.body, target))
+        out.emit(f"{REGION}q{region}")
+        self.handlers -= 1
+        out.emit("except Packet as _p:")
+        out.depth += 1
+        if self.a.batch_counts:  # calls counted and not made, in this try and below it
+            out.emit("if _p.ml: _p.__traceback__ = None")  # an ML raise left no such call
+            out.emit(f"else: settle(_p, R{region})")
+        else:
+            out.emit("_p.__traceback__ = None")
+        out.emit(f"{caught} = _p")
+        out.depth -= 1
+        self.blocks -= 1
+        if target is None:  # only an exception gets here: the handler is a block of its own
+            self.open_count()
+            self.ret(e.handler)
+            self.close_count()
+            return
+        out.emit(f"if {caught} is not None:")
+        out.depth += 1
+        self.open_count()
+        self.assign(e.handler, target)
+        self.close_count()
+        out.depth -= 1
 
     def switch(self, e: ir.Switch, branch) -> None:
         out = self.out
