@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pam.task import Task
-from pam.terms import Struct, Var, deref
+from pam.terms import Struct, Var, deref, mkatom
 from pam.parlog.write import write_term
+
+IN_CALL = mkatom("$in_call")  # a goal of a call/3 travels as '$in_call'(PE, Number, Args...)
 
 
 class Goal(Task):
@@ -35,8 +37,12 @@ class GoalKind:
     task_class = Goal
 
     def __init__(self, costs=None, subcomputations=None) -> None:
-        # the PE's call/3 sub-computations, whose goals stay on their PE (pam/parlog/subcomp.py)
+        # the PE's call/3 sub-computations (pam/parlog/subcomp.py): a goal of one travels
+        # marked with its name, and belongs to it on the PE it reaches
         self.subcomputations = subcomputations
+        if subcomputations is not None:
+            from pam.parlog.subcomp import root_of  # it imports this module
+            self.root_of = root_of
         # The run-time threshold of node lifting (hpgrem/passes/lift.py), in instructions.
         self.threshold = 0.0 if costs is None else LIFT_MESSAGES * (
             costs.hop_startup + LIFT_MESSAGE_BYTES * costs.byte_one_way) / costs.instruction
@@ -48,8 +54,6 @@ class GoalKind:
         proc = goal.proc
         if not proc.exportable or not all(type(deref(goal.args[k])) is not Var for k in proc.needs):
             return False
-        if self.subcomputations is not None and not self.subcomputations.exportable(goal):
-            return False
         lift = getattr(proc, "lift", None)
         if lift is None:
             return True
@@ -57,8 +61,27 @@ class GoalKind:
         size = deref(goal.args[position])
         return type(size) is not int or cost * base ** min(size, 400) >= self.threshold
 
-    def export(self, goal: Goal) -> tuple:
-        return goal.args
+    def _root(self, goal: Goal):
+        subs = self.subcomputations
+        if subs is None or not subs.live:
+            return None
+        return self.root_of(goal)
 
-    def arrive(self, step, args: tuple, site) -> Goal:
-        return Goal(step, args, None, site)
+    def export(self, goal: Goal):
+        root = self._root(goal)
+        if root is None:
+            return goal.args
+        return Struct(IN_CALL, (*self.subcomputations.name(root), *goal.args))
+
+    def moved(self, goal: Goal, dst: int) -> None:
+        root = self._root(goal)
+        if root is not None:
+            root.children.add(dst)
+
+    def arrive(self, step, value, site) -> Goal:
+        if type(value) is not Struct:
+            return Goal(step, value, None, site)
+        home, number, *args = value.args
+        goal = Goal(step, tuple(args), None, site)
+        self.subcomputations.adopt(goal, (home, number))
+        return goal

@@ -9,8 +9,15 @@ suspended, held, and the guard computations of its calls) and binds `Status = st
 `suspend` holds its tasks (none runs, woken or not) until `continue` or `stop`. A failure discards them the same way
 and binds `Status = failed`. Either way `call/3` then terminates as a member of its caller's group.
 
-Its tasks stay on the PE of the `call/3` (the goal kind does not offer them to other PEs), so a
-stopped sub-computation leaves no task anywhere; a goal sent away with `@` is not controlled.
+Across PEs its goals travel like any (stolen, or sent with `@`), marked with the sub-computation's
+name `(PE, number)`, given when its first task leaves. On the receiving PE they belong to a
+stand-in `SubGroup` for it (`remote`), which holds nothing but is found in their chain of groups
+as the real one is at home. Each PE remembers to which PEs it sent tasks of a sub-computation
+(`children`); the orders (`stop`, `suspend`, `continue`, and `end` when it succeeded) go from home
+to those PEs and on from each to its own (CALL3 messages), and a failure on another PE is
+reported home (CALL3_FAILED) after that PE discarded the sub-computation's tasks there. Messages
+between two PEs keep their order, so an order reaches a PE after every task sent to it before;
+a task that arrives for a stopped sub-computation is dropped.
 """
 
 from __future__ import annotations
@@ -20,18 +27,18 @@ from pam.parlog.goal import Goal
 from pam.parlog.guards import GuardTask, detach
 from pam.step import declare
 from pam.task import AndGroup, Task
-from pam.terms import NIL, Cons, Var, deref, mkatom
+from pam.terms import Cons, Var, deref, mkatom
 
 SUCCEEDED, FAILED, STOPPED = mkatom("succeeded"), mkatom("failed"), mkatom("stopped")
 STOP, SUSPEND, CONTINUE = mkatom("stop"), mkatom("suspend"), mkatom("continue")
 
 
 class SubGroup(AndGroup):
-    """The root group of a sub-computation."""
+    """The root group of a sub-computation, or (`remote`) its stand-in on another PE."""
 
-    __slots__ = ("status", "watcher", "held", "procs", "gate", "ended")
+    __slots__ = ("status", "watcher", "held", "procs", "gate", "ended", "ident", "children", "remote")
 
-    def __init__(self, parent, later: list, status) -> None:
+    def __init__(self, parent, later: list, status, ident: tuple[int, int] | None = None) -> None:
         super().__init__(parent, later)
         self.status = status
         self.watcher: Task | None = None
@@ -41,11 +48,22 @@ class SubGroup(AndGroup):
         self.procs: dict[Task, object] = {}
         self.gate: Var | None = None
         self.ended = False
+        self.ident = ident  # its name on every PE, (home PE, number), once a task of it left home
+        self.children: set[int] = set()  # the PEs this PE sent tasks of it to
+        self.remote = ident is not None  # a stand-in on a PE other than its call's
+
+
+def group_of(task: Task):
+    """The group a task counts in; a guard's is its call's (none for a guard run sent here)."""
+    if type(task) is GuardTask:
+        caller = task.args[0].caller
+        return None if caller is None else caller.group
+    return task.group
 
 
 def root_of(task: Task) -> SubGroup | None:
     """The innermost sub-computation `task` belongs to."""
-    g = task.args[0].caller.group if type(task) is GuardTask else task.group
+    g = group_of(task)
     while g is not None:
         if type(g) is SubGroup and not g.ended:
             return g
@@ -53,13 +71,16 @@ def root_of(task: Task) -> SubGroup | None:
     return None
 
 
-def belongs(task: Task, root: SubGroup) -> bool:
-    g = task.args[0].caller.group if type(task) is GuardTask else task.group
+def within(g, root: SubGroup) -> bool:
     while g is not None:
         if g is root:
             return True
         g = g.parent
     return False
+
+
+def belongs(task: Task, root: SubGroup) -> bool:
+    return within(group_of(task), root)
 
 
 def take(root: SubGroup, ready) -> list[Task]:
@@ -90,8 +111,13 @@ class Subcomputations:
         self.pe = pe
         self.call1 = call1  # call/1's step: the goal's first task
         self.guards = guards
-        self.active = 0  # sub-computations running here (none: nothing to look for)
+        self.live: dict[SubGroup, None] = {}  # sub-computations running here (their roots, stand-ins)
+        self.named: dict[tuple[int, int], SubGroup] = {}  # by name: those that crossed PEs
+        self.next_name = 0
         pe.boundary = self  # PE.boundary(task, failure): `contain`
+        if pe.net is not None:
+            pe.net.add_handler("CALL3", self._got_order)
+            pe.net.add_handler("CALL3_FAILED", self._got_failed)
 
         def call3(t):
             return self.start(t)
@@ -108,10 +134,18 @@ class Subcomputations:
                 g = g.parent
             return [g.gate]
 
+        def dropped(t):
+            return None  # a task that arrived for a stopped sub-computation
+
         self.call3 = declare("call", 3, 1, key="call/3")(call3)
         self.watch_step = declare("$control", 2, 1, key="$control")(watch)
         self.succeed_step = declare("$succeeded", 1, 1, key="$succeeded")(succeed)
         self.hold_step = declare("$held", 0, 1, key="$held")(held)
+        self.drop_step = declare("$dropped", 0, 1, key="$dropped")(dropped)
+
+    @property
+    def active(self) -> int:
+        return len(self.live)
 
     # -- steps ------------------------------------------------------------------------------
     def start(self, t: Task):
@@ -122,7 +156,7 @@ class Subcomputations:
         root.later.append(Goal(self.succeed_step, (root,), None, t.site))
         if t.group is not None:
             t.group.count += 1  # the sub-computation stands for this call in its caller's group
-        self.active += 1
+        self.live[root] = None
         root.count = self.pe.start(Goal(self.call1, (goal,), None, t.site), root)
         # the watcher looks at Control now, so that it is suspended on it (and woken first
         # when it is bound) however busy the goal keeps this PE
@@ -155,7 +189,7 @@ class Subcomputations:
 
     def hold(self, root: SubGroup) -> None:
         """`suspend`: its ready tasks leave the queue; a suspended one that a binding wakes
-        meanwhile waits on the gate instead of running."""
+        meanwhile waits on the gate instead of running. The order goes on to its other PEs."""
         pe = self.pe
         root.held = take(root, pe.ready)
         root.gate = Var()
@@ -163,6 +197,7 @@ class Subcomputations:
             if belongs(t, root) and type(t) is not GuardTask:
                 root.procs[t] = t.proc
                 t.proc = self.hold_step
+        self._pass_on(root, "suspend")
 
     def release(self, root: SubGroup) -> None:
         """`continue`: everything held runs again."""
@@ -173,40 +208,97 @@ class Subcomputations:
         self.pe.bind(gate, CONTINUE)
         self.pe.ready.extend(reversed(root.held))
         root.held = None
+        self._pass_on(root, "continue")
+
+    # -- across PEs ---------------------------------------------------------------------------
+    def name(self, root: SubGroup) -> tuple[int, int]:
+        """The sub-computation's name on every PE (given when a task of it first leaves)."""
+        if root.ident is None:
+            root.ident = (self.pe.number, self.next_name)
+            self.next_name += 1
+            self.named[root.ident] = root
+        return root.ident
+
+    def adopt(self, task: Task, ident: tuple[int, int]) -> None:
+        """A task of sub-computation `ident` arrived here: it belongs to its stand-in (made on
+        first sight); held if that is held, dropped if it was stopped."""
+        root = self.named.get(ident)
+        if root is None:
+            if ident[0] == self.pe.number:  # home, and forgotten: it ended
+                task.proc = self.drop_step
+                return
+            root = self.named[ident] = SubGroup(None, [], None, ident)
+            self.live[root] = None
+        task.group = root
+        if root.ended:
+            task.proc = self.drop_step
+        elif root.held is not None:
+            root.procs[task] = task.proc
+            task.proc = self.hold_step
+
+    def _pass_on(self, root: SubGroup, order: str) -> None:
+        """Send `order` on to the PEs this PE sent tasks of `root` to."""
+        if root.ident is not None:
+            for pe in sorted(root.children):
+                self.pe.net.send("CALL3", pe, (*root.ident, order))
+
+    def _got_order(self, m) -> None:
+        home, number, order = m.payload
+        root = self.named.get((home, number))
+        if root is None or root.ended:
+            if root is None and order == "stop" and home != self.pe.number:
+                root = self.named[(home, number)] = SubGroup(None, [], None, (home, number))
+                root.ended = True  # a task of it still on its way here is dropped
+            return
+        if order == "stop":
+            self.discard(root)
+        elif order == "end":
+            root.ended = True
+            self.live.pop(root, None)
+            del self.named[root.ident]
+            self._pass_on(root, "end")
+        elif order == "suspend" and root.held is None:
+            self.hold(root)
+        elif order == "continue" and root.held is not None:
+            self.release(root)
+
+    def _got_failed(self, m) -> None:
+        root = self.named.get(tuple(m.payload))
+        if root is not None and not root.ended and not root.remote:
+            self.end(root, FAILED)
 
     # -- ends ---------------------------------------------------------------------------------
     def __call__(self, task: Task | None, failure: ProgramFailure) -> bool:
         """A failure inside a sub-computation fails that one only."""
-        if not self.active or task is None:
+        if not self.live or task is None:
             return False
         root = root_of(task)
         if root is None:
             return False
         self.guards.done(task)
-        self.end(root, FAILED)
+        if root.remote:  # its tasks here go, and its home hears of the failure
+            self.discard(root)
+            self.pe.net.send("CALL3_FAILED", root.ident[0], root.ident)
+        else:
+            self.end(root, FAILED)
         return True
 
     def end(self, root: SubGroup, status, finish: bool = True) -> None:
-        """Bind `Status`; unless the goal terminated by itself, discard its tasks and count the
-        call/3 as terminated in its caller's group."""
+        """Bind `Status`; unless the goal terminated by itself, discard its tasks (on every PE)
+        and count the call/3 as terminated in its caller's group."""
         if root.ended:
             return
-        root.ended = True
-        self.active -= 1
         pe = self.pe
         if finish:
-            for t in [*take(root, pe.ready), *(root.held or ())]:
-                if type(t) is GuardTask:
-                    t.args[0].abandoned = True
-                else:
-                    self.guards.done(t)
-            for t in [t for t in pe.suspended if belongs(t, root)]:
-                detach(pe, t)
-                self.guards.done(t)
-            root.held = None
-            root.procs.clear()
+            self.discard(root)
             if root.parent is not None:
                 pe.finish(root.parent)
+        else:
+            root.ended = True
+            self.live.pop(root, None)
+            if root.ident is not None:
+                del self.named[root.ident]
+                self._pass_on(root, "end")
         watcher = root.watcher
         if watcher is not None and watcher.waits is not None:
             detach(pe, watcher)
@@ -217,6 +309,33 @@ class Subcomputations:
         if not pe.unify(root.status, status):
             raise ProgramFailure(f"call/3: Status is already bound, cannot become {status}")
 
-    def exportable(self, task: Task) -> bool:
-        """May distribution send `task` away? Not while it belongs to a sub-computation."""
-        return not self.active or root_of(task) is None
+    def discard(self, root: SubGroup) -> None:
+        """Its tasks here go (ready, held, suspended, its calls' guard runs), with the nested
+        sub-computations started here; then the same on the PEs it reached."""
+        pe = self.pe
+        root.ended = True
+        self.live.pop(root, None)
+        gone = 0
+        for t in [*take(root, pe.ready), *(root.held or ())]:
+            gone += 1
+            if type(t) is GuardTask:
+                t.args[0].abandoned = True
+            else:
+                self.guards.done(t)
+        for t in [t for t in pe.suspended if belongs(t, root)]:
+            gone += 1
+            detach(pe, t)
+            self.guards.done(t)
+        root.held = None
+        root.procs.clear()
+        if root.remote and gone:
+            pe.stats.counters["stopped_remote"] = pe.stats.counters.get("stopped_remote", 0) + gone
+        for inner in [r for r in self.live if r is not root and within(r.parent, root)]:
+            if not inner.ended:
+                self.discard(inner)  # nested here: its Status stays unbound, its watcher goes
+        watcher = root.watcher
+        if watcher is not None and watcher.waits is not None:
+            detach(pe, watcher)
+        if pe.net is not None:
+            pe.net.forget_groups(lambda g: within(g, root))
+        self._pass_on(root, "stop")
