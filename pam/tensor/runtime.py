@@ -11,8 +11,10 @@ slice of the batch.
 
 The task graph is built once per PE (`Replica`) and replayed every step with fresh variables:
 the tasks are pushed in the graph's order, so a PE runs the kernels in that order (the same
-order as the sequential reference `evaluate`) and runs a woken task first; a bucket's
-collective starts as soon as its gradients exist and progresses while backward goes on.
+order as the sequential reference `evaluate`); when tasks wait, the kernels that are ready run
+in the plan's order, a collective starts in the turn of the op that makes its last input, and
+a collective's turns come before any op's (docs/tensor.md, "Replay"), so every PE goes through
+the backward in the same order and a bucket's collective progresses while backward goes on.
 """
 
 from __future__ import annotations
@@ -171,7 +173,6 @@ class Plan:
         result is read, the slot whose first read marks it in use (the gathered value, or the
         reshape of it that the step reads), by ordinal; sets `after[k]`, the all-gather whose
         result must be in use before all-gather k starts (-1: none)."""
-        made_by = {s.output: s for s in self.steps if type(s) is KernelCall}
         first_reader: dict[int, int] = {}  # slot -> the plan index of its first reader
         for i, s in enumerate(self.steps):
             for slot in s.inputs:
@@ -181,9 +182,8 @@ class Plan:
             if type(s) is not Bucket or s.kind != "all_gather":
                 continue
             slot = s.outputs[0]
-            view = made_by.get(-1 if slot not in first_reader else self.steps[first_reader[slot]].output
-                               if type(self.steps[first_reader[slot]]) is KernelCall else -1)
-            if self.readers[slot] == 1 and view is not None and view.op == "reshape":
+            view = self.steps[first_reader[slot]] if slot in first_reader else None
+            if self.readers[slot] == 1 and type(view) is KernelCall and view.op == "reshape":
                 slot = view.output
             if self.readers[slot]:
                 gates[slot] = s.ordinal
