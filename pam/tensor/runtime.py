@@ -372,7 +372,7 @@ class Replica:
         self.in_flight = 0  # collectives begun and not finished: they will free memory
         self.gathered = 0  # all-gathers finished in this step
         self.opened = bytearray()  # per all-gather: its result is in use (Plan._gates)
-        self.gather_var: Var | None = None  # the next all-gather waits on it for its turn
+        self.gather_waits: dict[int, Var] = {}  # an all-gather waiting for its turn (by ordinal): its variable
         self.pending: list[int] = []  # per slot: the steps still to read it in this step
         self.ran = bytearray()  # per plan step: its kernel has run in this step (one run ahead of its task)
         self.urgent: list[Task] | None = []  # collectives ready for a turn, before any op (None: a pipeline's)
@@ -388,7 +388,7 @@ class Replica:
         slots = self.slots = [Var() for _ in range(plan.size)]
         self.meter.reset()
         self.room_var, self.in_flight = None, 0
-        self.gathered, self.gather_var = 0, None
+        self.gathered, self.gather_waits = 0, {}
         self.opened = bytearray(plan.gathers)
         if self.urgent is not None:
             self.urgent.clear()
@@ -471,8 +471,9 @@ class Replica:
 
     def gather_turn(self) -> None:
         """An all-gather has finished, or a gathered parameter is in use: the next looks again."""
-        if self.gather_var is not None:
-            var, self.gather_var = self.gather_var, None
+        var = self.gather_waits.get(self.gathered)  # the only one that may start now
+        if var is not None and self.may_gather(self.gathered):
+            del self.gather_waits[self.gathered]
             self.pe.bind(var, True)
 
     def in_use(self, ordinal: int) -> None:
@@ -683,9 +684,7 @@ class TensorRuntime:
                 if unbound:
                     return WaitAll(unbound)
                 if b.ordinal >= 0 and not replica.may_gather(b.ordinal):  # prefetch: Plan._gates
-                    if replica.gather_var is None:
-                        replica.gather_var = Var()
-                    return WaitAll([replica.gather_var])
+                    return WaitAll([replica.gather_waits.setdefault(b.ordinal, Var())])
                 launch(task, b)
             began = perf_counter()
             waiting = allreduce.advance(task, b)
