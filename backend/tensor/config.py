@@ -7,7 +7,7 @@ its keys overridden by command-line flags, checked whole before anything runs.
     [checkpoint] dir every keep write peer_copy
 
 Every key has a default (the tiny model of examples/llm/tiny.toml). Every layout key is taken;
-a combination that cannot run (ZeRO beside a pipeline, tp not dividing the heads, ...) is
+a combination that cannot run (tp not dividing the heads, too few layers for the chunks, ...) is
 refused with its reason.
 A mistake is a ConfigError (a UsageError: one line, exit status 2), never a traceback; a TOML
 syntax error is a diagnostic at FILE:LINE:COL quoting the line.
@@ -279,16 +279,13 @@ def check(config: TrainConfig) -> None:
 
 def _check_pipeline(src: str, m, t, p) -> None:
     """What a pipeline needs: a layer per chunk, micro-batches in whole groups of pp for the
-    interleaved schedule, no ZeRO beside it."""
+    interleaved schedule (ZeRO runs beside a pipeline: docs/tensor.md, "ZeRO with a pipeline")."""
     if m.n_layer < p.pp * p.virtual_stages:
         raise ConfigError(f"{src}: [parallel] pp * virtual_stages = {p.pp * p.virtual_stages} chunks need at least "
                           f"as many layers, n_layer = {m.n_layer}")
     if p.virtual_stages > 1 and t.micro_batches % p.pp:
         raise ConfigError(f"{src}: [parallel] virtual_stages = {p.virtual_stages} (interleaved) needs micro_batches "
                           f"divisible by pp = {p.pp}, got {t.micro_batches}")
-    if p.zero and (p.pp > 1 or t.micro_batches > 1):
-        raise ConfigError(f"{src}: [parallel] zero = {p.zero} with pp = {p.pp} and micro_batches = "
-                          f"{t.micro_batches}: not supported (ZeRO runs without a pipeline or micro-batches)")
 
 
 _MINIMUM = {"n_layer": 1, "vocab": 2, "warmup": 0, "seed": 0, "zero": 0, "every": 0, "keep": 1}

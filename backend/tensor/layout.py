@@ -151,6 +151,8 @@ def lower(module, layout: Layout, *, bucket_bytes: int | None = None) -> Lowered
     options: dict[str, object] = {"dp": layout.dp}
     if layout.zero:
         options["zero"] = layout.zero
+    if layout.pp > 1 or layout.micro_batches > 1:
+        options["accumulate"] = 1  # the micro-batches' gradients are summed before the reduction
     if bucket_bytes is not None:
         options["bucket_bytes"] = bucket_bytes
     stages = tuple(_data_parallel(m, layout, options) for m in stages)
@@ -166,13 +168,10 @@ def lower(module, layout: Layout, *, bucket_bytes: int | None = None) -> Lowered
 
 def _pipeline(module, layout: Layout) -> tuple[tuple, dict[int, tuple]]:
     """The pipeline stages' modules and each rank's action list (hpgrem/passes/pipeline.py).
-    It runs after tensor-data-parallel: a stage all-reduces its gradients once per step, on
-    their sums over the micro-batches."""
+    It runs after tensor-data-parallel: a stage reduces its gradients (all-reduce, or ZeRO's
+    reduce-scatter) once per step, on their sums over the micro-batches."""
     from hpgrem.passes.pipeline import stage_step
 
-    if layout.zero:
-        raise LayoutError(f"zero = {layout.zero} with pp = {layout.pp} or micro_batches = "
-                          f"{layout.micro_batches}: not supported")
     lowered = _run(module, PIPELINE, {"pp": layout.pp, "micro_batches": layout.micro_batches,
                                       "virtual_stages": layout.virtual_stages, "schedule": layout.schedule})
     stages = [stage_step(lowered, s) for s in range(layout.pp)]

@@ -52,17 +52,20 @@ class DataParallel:
 
     name: ClassVar[str] = "tensor-data-parallel"
     dialects: ClassVar[tuple[str, ...]] = ("tensor",)
-    records: ClassVar[tuple[str, ...]] = ("dp", "buckets", "bucket_bytes", "zero")
+    records: ClassVar[tuple[str, ...]] = ("dp", "buckets", "bucket_bytes", "zero", "accumulate")
     options: ClassVar[dict[str, Option]] = {
         "dp": Option("data-parallel ranks: each runs the step on 1/dp of the batch", minimum=1),
         "bucket_bytes": Option("gradient bytes all-reduced together (a bucket closes when it holds this many)",
                                minimum=1),
         "zero": Option("ZeRO stage: 0 none, 1 optimizer states, 2 and gradients, 3 and parameters sharded",
                        minimum=0),
+        "accumulate": Option("1: the gradients are accumulated over micro-batches (a pipeline) before their "
+                             "reduction, so ZeRO-2/3 hold a whole gradient buffer, not a reduce bucket", minimum=0),
     }
     dp: int = 1
     bucket_bytes: int = 1 << 20
     zero: int = 0
+    accumulate: int = 0
 
     def apply(self, module: ir.Module) -> ir.Module:
         from hpgrem.ir.tensor import STEP, graph_of
@@ -77,8 +80,8 @@ class DataParallel:
         graph, buckets = (self._lower_zero if self.zero else self._lower)(graph_of(module))
         lowered = ir.Module(module.source, {**module.rules, STEP: graph}, module.entry, module.language,
                             module.annotations, module.source_lines)
-        return annotated(lowered, self, {STEP: {"dp": self.dp, "buckets": buckets,
-                                                "bucket_bytes": self.bucket_bytes, "zero": self.zero}})
+        return annotated(lowered, self, {STEP: {"dp": self.dp, "buckets": buckets, "bucket_bytes": self.bucket_bytes,
+                                                "zero": self.zero, "accumulate": self.accumulate}})
 
     def _lower(self, graph):
         from hpgrem.ir.tensor import Get, Input, Param, State
@@ -207,12 +210,14 @@ class DataParallel:
         def local_name(name: str) -> str:
             """The name of a rank's own value before its reduction: "<loss>.local"; a gradient
             "grad.<p>.local", or from stage 2 on "grad.<p>.bucket" (it waits in its reduce
-            bucket, as DeepSpeed copies each gradient into its bucket: communication)."""
-            if name == "loss" or (name in owner and stage == 1):
+            bucket, as DeepSpeed copies each gradient into its bucket: communication). Gradients
+            accumulated over micro-batches live whole until the step's reduction: "grad.<p>.local",
+            a gradient buffer (PyTorch's .grad, DeepSpeed's accumulation buffer)."""
+            if name == "loss" or (name in owner and (stage == 1 or self.accumulate)):
                 return f"{name}.local"
             if name in owner:
                 return f"{name}.bucket"
-            if stage > 1 and ".part" in name and name.split(".part")[0] in owner:
+            if stage > 1 and not self.accumulate and ".part" in name and name.split(".part")[0] in owner:
                 renamed[name] = f"{name}.bucket"  # a tied weight's contributions, read by their sum
                 return renamed[name]
             return name

@@ -129,33 +129,55 @@ class _Split:
         g, values, name = self.graph, self.values, self.o.name
         if "loss" not in values or "grad_norm" not in values:
             raise PassError(f"{name}: the graph is not a training step (no 'loss' or 'grad_norm')")
-        # tensor-data-parallel's all-reduces of the loss and the gradients: run once per step,
-        # on the sums over the micro-batches (`local` maps each reduced value to its local one)
-        self.dp_ops = {v.name: v for v in g.values if type(v) is Op and v.op == "allreduce" and v.attr("group") == "dp"}
-        self.local = {x: v.inputs[0] for x, v in self.dp_ops.items()}
+        # tensor-data-parallel's reductions of the loss and the gradients run once per step, on
+        # the sums over the micro-batches: a value's local one is "<name>.local" (or, ZeRO-2/3
+        # without accumulation, "grad.<p>.bucket"); what makes the reduced value from it (an
+        # all-reduce; ZeRO's reshape and reduce-scatter, or all-reduce, reshape and shard) is the
+        # reduction, `dp_ops`, run by the stage that owns the parameter (the loss: the last)
         self.params = [v.name for v in g.values if type(v) is Param]
-        self.loss = self.local.get("loss", "loss")
-        self.grad = {p: self.local.get(f"grad.{p}", f"grad.{p}") for p in self.params}
+        inputs = lambda v: (v.source,) if type(v) is Get else v.inputs  # noqa: E731
+        self.inputs = inputs
+
+        def local(name: str) -> str:
+            return next((x for x in (f"{name}.local", f"{name}.bucket") if x in values), name)
+
+        self.loss = local("loss")
+        self.grad = {p: local(f"grad.{p}") for p in self.params}
         self.param_of = {g_: p for p, g_ in self.grad.items()}
+        self.dp_owner: dict[str, str | None] = {}  # a reduction's op -> its parameter (None: the loss's)
+        for p, reduced, own in [(None, "loss", self.loss), *((p, f"grad.{p}", self.grad[p]) for p in self.params)]:
+            for x in self._ancestors([reduced]) - self._ancestors([own]):
+                self.dp_owner[x] = p
+        self.dp_ops = {v.name: v for v in g.values if v.name in self.dp_owner}
         layers = sorted({int(m.group(1)) for p in self.params if (m := _LAYER.match(p))})
         if len(layers) < self.chunks:
             raise PassError(f"{name}: {len(layers)} layer(s) cannot fill pp * virtual_stages = {self.chunks} chunks")
         layer_chunk = {layer: i * self.chunks // len(layers) for i, layer in enumerate(layers)}
-        inputs = lambda v: (v.source,) if type(v) is Get else v.inputs  # noqa: E731
-        self.inputs = inputs
         forward = self._ancestors([self.loss])
         backward = self._ancestors(list(self.grad.values())) - forward
+        # a forward or backward value made from parameters alone (ZeRO-3's gather of a
+        # parameter's shard, its reshape; `roots`: those parameters) is made where its first
+        # reader runs and places no reader: the last stage gathers the tied wte for the LM
+        # head's backward from its own copy's shard (made on the first stage, it would wait for
+        # the backward that it feeds)
+        roots: dict[str, set[str]] = {p: {p} for p in self.params}
+        derived = []
+        for v in g.values:
+            if (v.name in forward or v.name in backward) and inputs(v) and all(x in roots for x in inputs(v)):
+                roots[v.name] = set().union(*(roots[x] for x in inputs(v)))
+                derived.append(v.name)
         chunk: dict[str, int] = {}
-        readers: dict[str, set[int]] = {}
+        readers: dict[str, set[int]] = {}  # a parameter -> the chunks of the forward ops that read it
         for v in g.values:
             if type(v) is Param and (m := _LAYER.match(v.name)):
                 chunk[v.name] = layer_chunk[int(m.group(1))]
             elif v.name in forward and type(v) is not Input:
                 known = [chunk[x] for x in inputs(v) if x in chunk]
                 chunk[v.name] = max(known, default=0)
-                for x in inputs(v):
-                    if type(values[x]) is Param:
-                        readers.setdefault(x, set()).add(chunk[v.name])
+                if v.name not in roots:
+                    for x in inputs(v):
+                        for p in roots.get(x, ()):
+                            readers.setdefault(p, set()).add(chunk[v.name])
         for p in self.params:  # a parameter outside the layers lives where it is first read
             chunk.setdefault(p, min(readers.get(p, {0})))
         self.home = {p: chunk[p] for p in self.params}
@@ -166,14 +188,14 @@ class _Split:
             elif type(v) in (Op, Get):
                 self.phase[v.name] = FORWARD if v.name in forward else BACKWARD if v.name in backward else OPTIMIZER
         for v in g.values:
-            if self.phase.get(v.name) != BACKWARD:
+            if self.phase.get(v.name) != BACKWARD or v.name in roots:
                 continue
             if type(v) is Get:
                 chunk[v.name] = chunk[v.source]
                 continue
-            fixed = [chunk[x] for x in v.inputs if x in forward or
-                     (type(values[x]) is Param and len(readers.get(x, ())) <= 1)]
-            grads = [chunk[x] for x in v.inputs if self.phase.get(x) == BACKWARD]
+            fixed = [chunk[p] for x in v.inputs for p in roots.get(x, ()) if len(readers.get(p, ())) <= 1]
+            fixed += [chunk[x] for x in v.inputs if x in forward and x not in roots]
+            grads = [chunk[x] for x in v.inputs if self.phase.get(x) == BACKWARD and x not in roots]
             m = _GRAD_OF_PARAM.match(v.name)
             if fixed:
                 chunk[v.name] = max(fixed)
@@ -183,6 +205,13 @@ class _Split:
                 chunk[v.name] = min(grads)
             else:  # a seed: where the value it is the gradient of is
                 chunk[v.name] = chunk.get(m.group(1) if m else "", self.chunks - 1)
+        first_reader: dict[str, str] = {}
+        for v in g.values:
+            for x in inputs(v) if type(v) in (Op, Get) else ():
+                first_reader.setdefault(x, v.name)
+        for x in reversed(derived):
+            if x in first_reader and first_reader[x] in chunk:
+                chunk[x] = chunk[first_reader[x]]
         self.chunk = chunk
 
     def _ancestors(self, roots: list[str]) -> set[str]:
@@ -365,7 +394,8 @@ class _Split:
         for s in range(pp):
             mine = set(owned[s])
             theirs = {f"grad.{p}" for p in self.params if p not in mine}
-            ops = [v for x, v in self.dp_ops.items() if x not in theirs and (x != "loss" or s == last)]
+            ops = [v for x, v in self.dp_ops.items()
+                   if (s == last if self.dp_owner[x] is None else self.dp_owner[x] in mine)]
             for v in self.graph.values:
                 if v.name in norm_ops:
                     ops.append(self._restricted(v, theirs, stage_norms[s]))
@@ -380,8 +410,9 @@ class _Split:
                     programs[s].append(Action("recv", -1, -1, t, (stage_norms[t], "loss") if t == last
                                               else (stage_norms[t],)))
             kept: list[str] = []
-            for v in optimizer_ops:
-                if (v.source in kept) if type(v) is Get else all(x in mine for x in _reads(v) if x in self.home):
+            for v in optimizer_ops:  # the updates of its own parameters, and what they read
+                if all((x in mine) if x in self.home else (x in kept) if x in self.phase and
+                       self.phase[x] == OPTIMIZER and x not in norm_ops else True for x in _reads(v)):
                     kept.append(v.name)
             opt_ops.append(kept)
             programs[s].append(Action(OPTIMIZER, -1, -1, -1, ("grad_norm", *kept)))
@@ -407,7 +438,7 @@ class _Split:
                     (b.param if type(v) is Param else b.state)(v.name, v.shape, v.dtype)
             inputs = {x for a in programs[s] if a.kind in (FORWARD, BACKWARD) for n in a.values
                       for x in _reads(made[n]) if type(made.get(x)) is Input}
-            inputs.update(x for v in own_opt for x in _reads(v) if type(self.values[x]) is Input)
+            inputs.update(x for v in (*own_opt, *reduce_ops[s]) for x in _reads(v) if type(self.values[x]) is Input)
             for v in whole.values:
                 if type(v) is Input and v.name in inputs:
                     b.input(v.name, v.shape, v.dtype)

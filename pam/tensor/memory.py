@@ -22,9 +22,10 @@ CATEGORIES = ("parameters", "gradients", "optimizer", "activations", "communicat
 
 GRAD = "grad."
 NEW = "new."
-MICRO_BATCH = re.compile(r"mb\d+\.(?=grad\.)")
-"""A pipeline's micro-batch prefix of a gradient ("mb1.grad.<param>": that micro-batch's
-contribution, a gradient like the sum it is added into)."""
+MICRO_BATCH = re.compile(r"mb\d+\.")
+"""A pipeline's micro-batch prefix: a value of micro-batch k has the category of the value it
+copies ("mb1.grad.<param>": that micro-batch's contribution, a gradient like the sum it is added
+into; "mb1.<param>.full": ZeRO-3's parameter gathered for that micro-batch, communication)."""
 
 
 BUCKET = "bucket"
