@@ -45,10 +45,12 @@ LAYOUTS = [
     *(Layout(dp=2, zero=z) for z in (1, 2, 3)),
     *(Layout(dp=2, tp=2, zero=z) for z in (0, 1, 2, 3)),
     *(Layout(dp=dp, tp=tp, pp=2, micro_batches=2, **s) for dp, tp in ((1, 1), (2, 1), (1, 2)) for s in SCHEDULES),
+    *(Layout(dp=2, pp=2, micro_batches=2, zero=z, **s) for z in (1, 2, 3) for s in SCHEDULES),
     Layout(dp=2, tp=2, pp=2, micro_batches=2),
 ]
 """The exactness matrix: issue 19's (dp, tp, pp) = (1,1,1), (1,2,1), (1,1,2), (2,2,1), (2,1,2),
-(1,2,2), each pipeline schedule and each ZeRO stage (ZeRO is not combined with a pipeline)."""
+(1,2,2), each pipeline schedule and each ZeRO stage ((2,1,2) with ZeRO-1, -2, -3 under each
+schedule: ZeRO beside a pipeline)."""
 
 
 def batches() -> list[dict[str, np.ndarray]]:
@@ -201,6 +203,36 @@ def test_zero_shards_the_model_states_over_dp():
     assert 3 * n * 4 / 4 <= held < 3 * n * 4 / 4 * 1.02  # a quarter of params, m and v (+ padding)
 
 
+def test_zero_beside_a_pipeline_reduces_each_gradient_once_after_the_micro_batches():
+    m = build_training_step(SHAPE, BATCH, "float32", weight_decay=0.1, clip=0.5)
+    whole = init_params(SHAPE, 0, "float32")
+    for stage in (1, 2, 3):
+        layout = Layout(dp=2, pp=2, micro_batches=2, zero=stage)
+        lowered = lower(m, layout)
+        for s, module in enumerate(lowered.stages):
+            assert verify(module) == []
+            values = graph_of(module).value_map()
+            actions = lowered.actions[layout.rank(pp=s)]
+            ran = {a.kind: [n for b in actions if b.kind == a.kind for n in b.values] for a in actions}
+            kinds = {k: [getattr(values.get(n), "op", None) for n in names] for k, names in ran.items()}
+            owned = [p for p in whole if f"adamw.{p}" in values]
+            # the reduce action reduces each gradient the stage owns once, on its micro-batches' sum
+            reductions = "allreduce" if stage == 1 else "reduce_scatter"
+            assert kinds["reduce"].count(reductions) >= len(owned)
+            assert "reduce_scatter" not in kinds["forward"] + kinds["backward"]
+            for p in owned:
+                assert values[f"grad.{p}"].op == ("shard" if stage == 1 else "reduce_scatter")
+                assert values[f"grad.{p}.local"].shape == whole[p].shape  # the accumulated gradient, whole
+                chunk = (-(-whole[p].size // 2),)
+                assert values[f"m.{p}"].shape == chunk
+                assert values[p].shape == (chunk if stage == 3 else whole[p].shape)
+            if stage == 3:  # every micro-batch gathers the parameters it reads again
+                gathers = [n for n in ran["forward"] + ran["backward"] if getattr(values[n], "op", None) == "all_gather"]
+                assert {n.split(".")[0] for n in gathers} == {"mb0", "mb1"}
+                # the last stage gathers the tied wte for the LM head's backward from its own shard
+                assert values["wte"].shape == (-(-whole["wte"].size // 2),)
+
+
 @pytest.mark.parametrize("layout", LAYOUTS[1:], ids=str)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_each_layout_trains_as_one_pe_does(layout, dtype):
@@ -221,7 +253,8 @@ MPI_SCHEDULES = ("schedule=gpipe", "schedule=1f1b", "virtual_stages=2")
 @pytest.mark.parametrize("ranks, layouts", [
     (2, ["tp=2", *(f"pp=2,micro_batches=2,{s}" for s in MPI_SCHEDULES), *(f"dp=2,zero={z}" for z in (1, 2, 3))]),
     (4, [*(f"dp=2,tp=2,zero={z}" for z in (0, 1, 2, 3)),
-         *(f"{g},pp=2,micro_batches=2,{s}" for g in ("dp=2", "tp=2") for s in MPI_SCHEDULES)]),
+         *(f"{g},pp=2,micro_batches=2,{s}" for g in ("dp=2", "tp=2") for s in MPI_SCHEDULES),
+         *(f"dp=2,pp=2,micro_batches=2,zero={z},{s}" for z in (1, 2, 3) for s in MPI_SCHEDULES)]),
     (8, [f"dp=2,tp=2,pp=2,micro_batches=2,{s}" for s in MPI_SCHEDULES]),  # 8 ranks on the machine's 2 cores
 ], ids=lambda x: str(x) if isinstance(x, int) else None)
 def test_layouts_under_mpiexec_train_as_one_pe_does(ranks, layouts, tmp_path):
