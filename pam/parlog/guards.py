@@ -47,7 +47,7 @@ from pam.terms import NIL, Cons, Struct, Var, deref, from_list, mkatom, to_list
 
 # A run that has run at most this many slices may still be sent away (and start afresh there):
 # what it did is lost, at most this many time slices of work.
-MOVE_SLICES = 16
+MOVE_SLICES = 64
 GUARD_OK, GUARD_WAITS, FAILED = mkatom("$guard_ok"), mkatom("$guard_waits"), mkatom("failed")
 
 
