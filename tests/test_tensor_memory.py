@@ -90,20 +90,26 @@ def test_values_are_released_after_their_last_reader():
 def acceptance_layouts() -> list[dict]:
     """Issue 19's layouts: (dp, tp, pp) in (1,1,1), (1,2,1), (1,1,2), (2,2,1), (2,1,2), (1,2,2),
     each pipeline schedule (GPipe, 1F1B, interleaved: 4 layers for two chunks a stage) and
-    each ZeRO stage (beside data parallelism without a pipeline); and ZeRO on 4 PEs, and
-    recomputation."""
+    each ZeRO stage (with data parallelism: (2,2,1), and (2,1,2) under each schedule); and ZeRO
+    on 4 PEs, and recomputation."""
     out = []
     for dp, tp, pp in [(1, 1, 1), (1, 2, 1), (1, 1, 2), (2, 2, 1), (2, 1, 2), (1, 2, 2)]:
+        zeros = range(4) if dp > 1 else [0]
         if pp == 1:
-            out += [dict(dp=dp, tp=tp, zero=z) for z in (range(4) if dp > 1 else [0])]
+            out += [dict(dp=dp, tp=tp, zero=z) for z in zeros]
         else:
-            out += [dict(dp=dp, tp=tp, pp=pp, micro_batches=4, schedule="gpipe"),
-                    dict(dp=dp, tp=tp, pp=pp, micro_batches=4),
-                    dict(dp=dp, tp=tp, pp=pp, micro_batches=4, virtual_stages=2, n_layer=4)]
+            out += [dict(dp=dp, tp=tp, pp=pp, micro_batches=4, schedule="gpipe", **_zero(z)) for z in zeros]
+            out += [dict(dp=dp, tp=tp, pp=pp, micro_batches=4, **_zero(z)) for z in zeros]
+            out += [dict(dp=dp, tp=tp, pp=pp, micro_batches=4, virtual_stages=2, n_layer=4, **_zero(z))
+                    for z in zeros]
     out += [dict(pp=2), dict(pp=2, micro_batches=2), dict(dp=2, zero=1), dict(dp=2, zero=2), dict(dp=2, zero=3),
             dict(dp=4), dict(dp=4, zero=2), dict(dp=4, zero=3), dict(recompute="selective"), dict(recompute="full"),
             dict(pp=2, micro_batches=2, recompute="selective"), dict(pp=2, micro_batches=2, recompute="full")]
     return out
+
+
+def _zero(stage: int) -> dict:
+    return {"zero": stage} if stage else {}
 
 
 @pytest.mark.parametrize("parallel", acceptance_layouts(), ids=lambda x: str(x))

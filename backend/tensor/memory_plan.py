@@ -82,6 +82,8 @@ def runtime_buffers(config: TrainConfig, layout: PlanLayout, model: ModelConfig,
     tensor_parallel = buffer_bytes(model, replace(layout, pp=1, dp=1), psi, precision)  # a gathered activation
     if p.dp == 1:
         return tensor_parallel
+    if p.zero >= 2 and accumulates(config):
+        return max(tensor_parallel, pipeline_zero_buffers(model, p.tp, p.zero, stage, precision))
     if p.zero < 2:
         return max(tensor_parallel, min(DataParallel.bucket_bytes, e * psi))
     largest = e * largest_parameter(model, p.tp, stage)
@@ -92,6 +94,27 @@ def runtime_buffers(config: TrainConfig, layout: PlanLayout, model: ModelConfig,
     # all-gather at a time, a module's parameters gathered before its backward); the larger
     other = max(tensor_parallel if p.tp > 1 else 0, largest if p.zero == 3 else 0)
     return max(tensor_parallel, reduce + other)
+
+
+def accumulates(config: TrainConfig) -> bool:
+    """Whether the run sums micro-batch gradients before their reduction (a pipeline's action
+    runner: one compute action, collective or message at a time)."""
+    return config.parallel.pp > 1 or config.train.micro_batches > 1
+
+
+def pipeline_zero_buffers(model: ModelConfig, tp: int, zero: int, stage: str, precision: Precision) -> float:
+    """ZeRO-2/3 beside a pipeline (the action runner waits for each collective it starts, so
+    one is in flight at a time): a stage reduce-scatters each accumulated gradient once, after
+    its last micro-batch, the transport's buffer holding the largest (the gradient itself is
+    the accumulation buffer, a gradient); under ZeRO-3 each micro-batch gathers, just before
+    an op, the parameters that op reads, held until it has run: a linear layer's weight and
+    bias (4h²/t + 4h/t, the MLP's first), or the tied embedding on a stage that reads it."""
+    e, h = precision.value, model.hidden
+    reduce = e * largest_parameter(model, tp, stage)
+    if zero < 3:
+        return reduce
+    embedding = model.vocab * h if stage in ("first", "only", "last") else 0
+    return max(reduce, e * max(4 * h * h / tp + 4 * h / tp, embedding))
 
 
 def backward_working_set(model: ModelConfig, layout: PlanLayout, stage: str, precision: Precision) -> float:
@@ -124,11 +147,25 @@ def predicted(config: TrainConfig, rank: int) -> dict[str, float]:
     states = model_states(psi, p.zero, p.dp, p.offload, precision)
     acts = stage_activations(model, layout, "first" if stage == "middle" else stage, precision, VOCAB_PARALLEL)
     activations = acts.total + backward_working_set(model, layout, stage, precision)
-    gradients, optimizer = states.gradients, states.optimizer
+    parameters, gradients, optimizer = states.parameters, states.gradients, states.optimizer
     embedding = model.vocab * model.hidden  # the tied wte, replicated under tp
+    accumulated = accumulates(config)
+    if accumulated and p.zero >= 2:
+        # the micro-batches' gradients are summed whole and reduce-scattered once, after the
+        # last: the whole accumulated gradient is held until then, as under ZeRO-1
+        gradients = model_states(psi, 1, p.dp, p.offload, precision).gradients
+    if accumulated and p.zero in (1, 2):
+        # the optimizer action updates one parameter after another: the rank's chunk (a copy
+        # taken from the whole parameter, which then dies) lives while its update is gathered
+        # whole, so the largest one's chunk is beside the stage's own whole parameters (the
+        # last stage's copy of wte is replaced by the first's update only after the optimizer)
+        own = psi - (embedding if p.pp > 1 and stage == "last" else 0)
+        largest = largest_parameter(model, p.tp, "middle" if stage == "last" else stage)
+        parameters = max(parameters, precision.value * (own + largest / p.dp))
     transient = 0.0  # a gradient made beside the sum it is added into, for a moment
     if config.train.micro_batches > 1 and gradients:
-        transient = precision.value * largest_parameter(model, p.tp, stage) / (p.dp if p.zero >= 2 else 1)
+        transient = precision.value * largest_parameter(model, p.tp, stage) / \
+            (p.dp if p.zero >= 2 and not accumulated else 1)
     if p.pp > 1 and stage == "first":
         # the last stage's contribution to wte's gradient, received beside the stage's own;
         # their sum is a new array (a received one is never written into)
@@ -136,7 +173,7 @@ def predicted(config: TrainConfig, rank: int) -> dict[str, float]:
         transient = max(transient, precision.value * embedding)
     if p.pp > 1 and stage == "last":  # the first stage updates wte and sends it: no state for it here
         optimizer -= model_states(embedding, p.zero, p.dp, p.offload, precision).optimizer
-    return {"parameters": states.parameters, "gradients": gradients + transient, "optimizer": optimizer,
+    return {"parameters": parameters, "gradients": gradients + transient, "optimizer": optimizer,
             "activations": activations,
             "communication": runtime_buffers(config, layout, model, psi, stage, precision), "host": states.host}
 

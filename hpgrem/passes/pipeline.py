@@ -205,14 +205,33 @@ class _Split:
                 chunk[v.name] = min(grads)
             else:  # a seed: where the value it is the gradient of is
                 chunk[v.name] = chunk.get(m.group(1) if m else "", self.chunks - 1)
-        first_reader: dict[str, str] = {}
+        # where each is made: for each stage that reads it, the chunk of its first reader there
+        # (the tied wte's gather is made on the first stage for the embedding and on the last
+        # for the LM head, each from the stage's own shard); the first reader's is the value itself
+        reader_names: dict[str, list[str]] = {}
         for v in g.values:
-            for x in inputs(v) if type(v) in (Op, Get) else ():
-                first_reader.setdefault(x, v.name)
+            for x in inputs(v) if type(v) in (Op, Get) and (v.name in chunk or v.name in roots) else ():
+                reader_names.setdefault(x, []).append(v.name)
+        self.copies: dict[str, dict[int, int]] = {}  # value -> {stage: chunk} where it is made
         for x in reversed(derived):
-            if x in first_reader and first_reader[x] in chunk:
-                chunk[x] = chunk[first_reader[x]]
+            where: dict[int, int] = {}
+            for r in reader_names.get(x, ()):
+                for stage, c in (self.copies[r].items() if r in self.copies else
+                                 [(self._stage_of(chunk[r]), chunk[r])] if r in chunk else []):
+                    where.setdefault(stage, c)
+            if where:
+                self.copies[x] = where
+                chunk[x] = next(iter(where.values()))
         self.chunk = chunk
+
+    def copy_name(self, x: str, stage: int, name: str) -> str:
+        """The name of value `x` (named `name` in its micro-batch) as stage `stage` reads it:
+        the stage's own copy of a value made from parameters alone ("mb0.wte.full.stage1"),
+        else `name`."""
+        where = self.copies.get(x)
+        if where is None or stage not in where or self._stage_of(self.chunk[x]) == stage:
+            return name
+        return f"{name}.stage{stage}"
 
     def _ancestors(self, roots: list[str]) -> set[str]:
         from hpgrem.ir.tensor import Get, Op
@@ -262,26 +281,39 @@ class _Split:
             unit.ops.append(name)
             self.maker[name] = (unit.phase, unit.chunk, unit.micro_batch)
 
+        pending: dict = {}  # a stage's copy of a value made from parameters: made before its first reader
+
+        def emit(v, unit: _Unit, on, name: str) -> None:
+            for x in (v.source,) if type(v) is Get else v.inputs:
+                if on(x) in pending:
+                    pending.pop(on(x))()
+            if type(v) is Get:
+                whole.get(on(v.source), v.index, name)
+                unit.ops.append(name)
+                self.maker[name] = (unit.phase, unit.chunk, unit.micro_batch)
+                return
+            attrs = op_attrs(v)
+            if v.name == "grad.loss":
+                attrs["value"] = 1.0 / m
+            if "bucket" in attrs:  # each micro-batch's collective is one of its own
+                attrs["bucket"] = first_bucket + int(attrs["bucket"]) * m + unit.micro_batch
+            add(unit, v.op, *map(on, v.inputs), name=name, **attrs)
+
         try:
             for i in range(m):
-                rename = lambda x: f"mb{i}.{x}" if x in per_mb else x  # noqa: E731
+                rename = lambda x, i=i: f"mb{i}.{x}" if x in per_mb else x  # noqa: E731
                 for phase in (FORWARD, BACKWARD):
                     for v in self.graph.values:
                         if self.phase.get(v.name) != phase:
                             continue
-                        unit = self._unit(phase, self.chunk[v.name], i)
-                        name = rename(v.name)
-                        if type(v) is Get:
-                            whole.get(rename(v.source), v.index, name)
-                            unit.ops.append(name)
-                            self.maker[name] = (phase, unit.chunk, i)
-                        else:
-                            attrs = op_attrs(v)
-                            if v.name == "grad.loss":
-                                attrs["value"] = 1.0 / m
-                            if "bucket" in attrs:  # each micro-batch's collective is one of its own
-                                attrs["bucket"] = first_bucket + int(attrs["bucket"]) * m + i
-                            add(unit, v.op, *map(rename, v.inputs), name=name, **attrs)
+                        for c in (self.copies[v.name].values() if v.name in self.copies else [self.chunk[v.name]]):
+                            unit = self._unit(phase, c, i)
+                            on = lambda x, c=c: self.copy_name(x, self._stage_of(c), rename(x))  # noqa: E731
+                            name = on(v.name)
+                            if name != rename(v.name):  # another stage's copy: made just before its first reader
+                                pending[name] = lambda v=v, unit=unit, on=on, name=name: emit(v, unit, on, name)
+                            else:
+                                emit(v, unit, on, name)
                         if v.name == self.loss:
                             self._accumulate_loss(add, whole, unit, i)
                         elif v.name in self.param_of:
