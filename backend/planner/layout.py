@@ -90,8 +90,3 @@ def check_layout(layout: Layout, model: ModelConfig | None) -> None:
         raise PlanError("--offload optimizer needs --zero 1 or higher (ZeRO-Offload)")
     if layout.offload == "params" and layout.zero != 3:
         raise PlanError("--offload params needs --zero 3 (ZeRO-Infinity)")
-    if layout.zero >= 2 and p > 1:
-        # ZeRO-2/3 reduce-scatter gradients (and gather parameters) on every micro-batch; DeepSpeed
-        # refuses to combine them with pipeline parallelism, Megatron offers only ZeRO-1.
-        raise PlanError(f"ZeRO-{layout.zero} cannot be combined with pipeline parallelism (pp={p}); "
-                        "use --zero 0 or 1")
