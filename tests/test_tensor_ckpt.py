@@ -217,6 +217,15 @@ def test_resume_ends_with_the_parameters_of_the_uninterrupted_run_bit_for_bit(tm
     assert "resumed from" in capsys.readouterr().err
 
 
+def test_resume_under_zero_with_a_pipeline_is_bit_identical(tmp_path):
+    layout = dict(dp=2, pp=2, zero=3)
+    whole = train(config(tmp_path / "none", 4, **layout), report=False).params
+    train(config(tmp_path, 3, every=2, **layout), report=False)  # checkpoints at step 2; "dies" after 3
+    resumed = train(config(tmp_path, 4, **layout), RunOptions(resume=True), report=False)
+    assert [r.step for r in resumed.records] == [3, 4]
+    assert same(resumed.params, whole)
+
+
 @pytest.mark.parametrize("saved, resumed", [((2, 1, 1, 0), (1, 1, 1, 0)), ((1, 1, 1, 0), (1, 2, 1, 0)),
                                             ((1, 2, 1, 0), (2, 1, 1, 1)), ((2, 1, 1, 3), (1, 2, 2, 0)),
                                             ((1, 1, 2, 0), (2, 2, 1, 0))])
@@ -239,7 +248,8 @@ def test_resume_under_another_layout_loads_the_same_state_and_trains_on(tmp_path
 
 
 @pytest.mark.parametrize("saved, resumed", [((2, 1, 1, 0), "dp=1,tp=2"), ((1, 2, 1, 0), "tp=1,pp=2"),
-                                            ((2, 1, 1, 3), "dp=1,tp=2,pp=2,zero=0"), ((1, 1, 2, 0), "pp=1,dp=2,zero=1")])
+                                            ((2, 1, 1, 3), "dp=1,tp=2,pp=2,zero=0"), ((1, 1, 2, 0), "pp=1,dp=2,zero=1"),
+                                            ((2, 1, 2, 2), "zero=3"), ((2, 1, 1, 1), "pp=2,zero=2")])
 def test_resume_under_another_layout_is_bit_identical_to_the_run_that_changed_layout_in_memory(
         tmp_path, saved, resumed):
     """The strong form: a run checkpointed at step 2 under L1 and resumed under L2 ends with the
