@@ -43,7 +43,7 @@ from pam.parlog.goal import Goal
 from pam.pe import SLICE
 from pam.step import WaitAll, declare
 from pam.task import AndGroup, Task
-from pam.terms import NIL, Cons, Struct, Var, deref, from_list, mkatom, to_list
+from pam.terms import Cons, Struct, Var, deref, from_list, mkatom, to_list
 
 # A run that has run at most this many slices may still be sent away (and start afresh there):
 # what it did is lost, at most this many time slices of work.
@@ -89,7 +89,7 @@ class GuardRun:
     """One clause's guard computation for one call."""
 
     __slots__ = ("caller", "spec", "done", "ready", "suspended", "group", "protected", "locals",
-                 "outcome", "abandoned", "values", "slices", "at", "home")
+                 "outcome", "abandoned", "values", "slices", "at", "home", "number")
 
     def __init__(self, caller: Task | None, spec: GuardSpec, protected: list[Var], locals_: tuple,
                  values: tuple, done: Var | None = None) -> None:
@@ -108,6 +108,7 @@ class GuardRun:
         self.slices = 0
         self.at: int | None = None  # the PE it was sent to, if it was
         self.home: tuple[int, int] | None = None  # on that PE: (the call's PE, its number there)
+        self.number = 0  # its number on the call's PE once sent away
 
 
 class GuardTask(Task):
@@ -245,8 +246,8 @@ class Guards:
         if runs:
             for run in runs.values():
                 run.abandoned = True
-                if run.at is not None and self.exported.pop(id(run), None) is not None:
-                    self.pe.net.send("ABANDON", run.at, (self.pe.number, id(run)))
+                if run.at is not None and self.exported.pop(run.number, None) is not None:
+                    self.pe.net.send("ABANDON", run.at, (self.pe.number, run.number))
 
     # -- runs on other PEs ------------------------------------------------------------------
     def spare(self, task: GuardTask) -> bool:
@@ -263,9 +264,12 @@ class Guards:
 
     def export(self, task: GuardTask) -> tuple:
         run = task.args[0]
-        run.ready.clear()  # its goals, never run, are made afresh there
-        self.exported[id(run)] = run
-        return (self.pe.number, id(run), self.numbers[id(run.spec)], run.done, run.values)
+        run.ready.clear()  # its goals are made afresh there
+        self._unpark(run)
+        self.sent += 1
+        run.number = self.sent
+        self.exported[run.number] = run
+        return (self.pe.number, run.number, self.numbers[id(run.spec)], run.done, run.values)
 
     def moved(self, task: GuardTask, dst: int) -> None:
         task.args[0].at = dst
@@ -290,7 +294,7 @@ class Guards:
         answer = deref(run.done)
         if type(answer) is Var:
             return
-        self.exported.pop(id(run), None)
+        self.exported.pop(run.number, None)
         if answer is FAILED:
             run.outcome = False
         elif type(answer) is Struct and answer.name == GUARD_OK:
