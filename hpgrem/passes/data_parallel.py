@@ -30,9 +30,14 @@ the op that makes its gradient or its first use in the backward, whichever comes
 reader; the update stays a chunk. (The runtime runs one all-gather at a time, in the graph's
 order: pam/tensor/runtime.py.)
 
+With `accumulate` (a pipeline's micro-batches, tensor-pipeline run after this pass) a gradient
+is summed over the micro-batches before its reduction, so its local value is the whole
+accumulation buffer "grad.<p>.local" (a gradient, not a reduce bucket) under every stage, and
+tensor-pipeline runs the reduction once a step, after the last micro-batch.
+
 The lowering names no transport: simulated PEs and MPI ranks run the same graph
 (pam/tensor/runtime.py). Records on the step graph: `dp`, `buckets` (how many all-reduce buckets),
-`bucket_bytes`, `zero`.
+`bucket_bytes`, `zero`, `accumulate`.
 """
 
 from __future__ import annotations

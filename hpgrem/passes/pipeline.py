@@ -24,6 +24,14 @@ stage; the last stage holds a copy for the LM head. Its gradient contribution of
 micro-batch is sent back from the last stage and summed into the first's in that micro-batch's
 backward, and after the optimizer the first stage sends the updated "wte" to the last.
 
+Data parallelism's reduction of a gradient (tensor-data-parallel's all-reduce; with ZeRO its
+reduce-scatter, or all-reduce and shard) and of the loss runs once per step, in the stage's
+"reduce" action, on the micro-batches' sum; the stage that owns a parameter runs its reduction
+and its (sharded) update. A forward or backward value made from parameters alone (ZeRO-3's
+gather of a parameter's shard and its reshape) is made per micro-batch where its first reader
+runs, and on every other stage that reads it a copy of its own ("<name>.stage{s}"), just before
+its first reader there: the last stage gathers the tied wte from its own copy's shard.
+
 Gradient clipping sees the global norm: each stage's norm over the parameters it owns
 ("grad_norm.stage{s}") goes to every other stage (with the last stage's loss), and every stage
 takes the norm of the stage norms in stage order, so all get the same bits.
