@@ -47,6 +47,8 @@ LAYOUTS = [
     *(Layout(dp=dp, tp=tp, pp=2, micro_batches=2, **s) for dp, tp in ((1, 1), (2, 1), (1, 2)) for s in SCHEDULES),
     *(Layout(dp=2, pp=2, micro_batches=2, zero=z, **s) for z in (1, 2, 3) for s in SCHEDULES),
     Layout(dp=2, tp=2, pp=2, micro_batches=2),
+    Layout(dp=2, tp=2, pp=2, micro_batches=2, zero=3),
+    Layout(dp=2, micro_batches=2, zero=2),  # micro-batches without a pipeline accumulate too
 ]
 """The exactness matrix: issue 19's (dp, tp, pp) = (1,1,1), (1,2,1), (1,1,2), (2,2,1), (2,1,2),
 (1,2,2), each pipeline schedule and each ZeRO stage ((2,1,2) with ZeRO-1, -2, -3 under each

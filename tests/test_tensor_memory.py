@@ -103,7 +103,8 @@ def acceptance_layouts() -> list[dict]:
             out += [dict(dp=dp, tp=tp, pp=pp, micro_batches=4, virtual_stages=2, n_layer=4, **_zero(z))
                     for z in zeros]
     out += [dict(pp=2), dict(pp=2, micro_batches=2), dict(dp=2, zero=1), dict(dp=2, zero=2), dict(dp=2, zero=3),
-            dict(dp=4), dict(dp=4, zero=2), dict(dp=4, zero=3), dict(recompute="selective"), dict(recompute="full"),
+            dict(dp=4), dict(dp=4, zero=2), dict(dp=4, zero=3), dict(dp=2, micro_batches=2, zero=3),
+            dict(dp=2, tp=2, pp=2, micro_batches=4, zero=3), dict(recompute="selective"), dict(recompute="full"),
             dict(pp=2, micro_batches=2, recompute="selective"), dict(pp=2, micro_batches=2, recompute="full")]
     return out
 

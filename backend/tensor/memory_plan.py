@@ -108,13 +108,17 @@ def pipeline_zero_buffers(model: ModelConfig, tp: int, zero: int, stage: str, pr
     its last micro-batch, the transport's buffer holding the largest (the gradient itself is
     the accumulation buffer, a gradient); under ZeRO-3 each micro-batch gathers, just before
     an op, the parameters that op reads, held until it has run: a linear layer's weight and
-    bias (4h²/t + 4h/t, the MLP's first), or the tied embedding on a stage that reads it."""
+    bias (4h²/t + 4h/t, the MLP's first), or the tied embedding on a stage that reads it; on a
+    stage that is the whole model (micro-batches without pp) the embedding's gathered table is
+    held from the embedding to the LM head, beside each op's."""
     e, h = precision.value, model.hidden
     reduce = e * largest_parameter(model, tp, stage)
     if zero < 3:
         return reduce
-    embedding = model.vocab * h if stage in ("first", "only", "last") else 0
-    return max(reduce, e * max(4 * h * h / tp + 4 * h / tp, embedding))
+    layer = 4 * h * h / tp + 4 * h / tp
+    embedding = model.vocab * h
+    gathered = {"only": embedding + layer, "first": max(layer, embedding), "last": max(layer, embedding)}
+    return max(reduce, e * gathered.get(stage, layer))
 
 
 def backward_working_set(model: ModelConfig, layout: PlanLayout, stage: str, precision: Precision) -> float:
