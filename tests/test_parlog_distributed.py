@@ -202,3 +202,16 @@ def test_guards_and_a_stopped_call_under_mpi(tmp_path):
     out, per_pe = _mpi(tmp_path, STOPPED)
     assert out == "stopped\n"
     assert per_pe[1]["stopped_remote"] >= 1
+
+
+@pytest.mark.parametrize("opt", [0, 2])
+@pytest.mark.parametrize("name", ["guards", "stopped"])
+def test_traced_rewrites_are_the_reductions_on_every_pe(name, opt):
+    """Guard runs on thieves, a stop reaching other PEs: the trace's rewrites per PE are what
+    --stats counts, and the traced run is the same schedule."""
+    from test_trace import rewrites_per_pe, traced_run
+    plain, traced, events = traced_run({"guards": GUARDS, "stopped": STOPPED}[name], f"{name}.par", opt, 16)
+    per_pe = rewrites_per_pe(events, 16)
+    assert per_pe == [p.reductions for p in plain.per_pe] == [p.reductions for p in traced.per_pe]
+    assert sum(1 for n in per_pe[1:] if n) >= 2
+    assert traced.time == plain.time

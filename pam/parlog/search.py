@@ -95,9 +95,10 @@ class Search:
                     self.goals = False
                     return DONE, n
                 mark, cl, args, k, i = cps.pop()
-                for v in tr[mark:]:
-                    v.val = None
-                del tr[mark:]
+                if len(tr) > mark:
+                    for v in tr[mark:]:
+                        v.val = None
+                    del tr[mark:]
             else:
                 rel, args, k = goals
                 index = rel.index
@@ -115,9 +116,10 @@ class Search:
                         cps.append((mark, cl, args, k, i + 1))
                     goals = r
                     break
-                for v in tr[mark:]:
-                    v.val = None
-                del tr[mark:]
+                if len(tr) > mark:  # most clauses fail before binding anything
+                    for v in tr[mark:]:
+                        v.val = None
+                    del tr[mark:]
                 if i == last:
                     goals = False
                     break
