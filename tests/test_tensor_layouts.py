@@ -229,10 +229,14 @@ def test_zero_beside_a_pipeline_reduces_each_gradient_once_after_the_micro_batch
                 assert values[f"m.{p}"].shape == chunk
                 assert values[p].shape == (chunk if stage == 3 else whole[p].shape)
             if stage == 3:  # every micro-batch gathers the parameters it reads again
-                gathers = [n for n in ran["forward"] + ran["backward"] if getattr(values[n], "op", None) == "all_gather"]
+                gathers = [n for n in ran["forward"] + ran["backward"]
+                           if getattr(values[n], "op", None) == "all_gather"]
                 assert {n.split(".")[0] for n in gathers} == {"mb0", "mb1"}
-                # the last stage gathers the tied wte for the LM head's backward from its own shard
+                # the last stage gathers the tied wte for the LM head from its own shard
                 assert values["wte"].shape == (-(-whole["wte"].size // 2),)
+                if s == 1:
+                    assert "mb0.wte.gathered.stage1" in ran["forward"]
+                    assert not any(".wte." in x for a in actions if a.kind == "recv" for x in a.values)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS[1:], ids=str)
