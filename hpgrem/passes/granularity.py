@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
-
 from hpgrem.ir import Module, Relation, Struct, calls_in
 from hpgrem.passes import annotated
 
@@ -34,6 +32,8 @@ class Granularity:
 def branching_relations(module: Module) -> set[str]:
     """Relations some clause of whose recursive group calls the group twice or more (fib, a
     search tree)."""
+    import networkx as nx  # here: importing it costs 0.15 s, and an ML run never needs it
+
     graph = nx.DiGraph()
     for key, rel in module.rules.items():
         graph.add_node(key)

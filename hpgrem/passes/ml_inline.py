@@ -15,11 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-import networkx as nx
-
 from hpgrem import ir
 from hpgrem.ir import transform, walk, walk_tree
 from hpgrem.passes import Option
+from hpgrem.passes.ml_graph import components
 
 ROUNDS = 3
 
@@ -35,13 +34,9 @@ class MLInline:
     def apply(self, module: ir.Module) -> ir.Module:
         functions = module.rules
         entry = module.entry.target if module.entry is not None else None
-        graph = nx.DiGraph()
-        graph.add_nodes_from(functions)
-        for key, fn in functions.items():
-            graph.add_edges_from((key, x.function) for x in walk(fn.body)
-                                 if isinstance(x, (ir.CallKnown, ir.MakeClosure)))
-        recursive = {k for comp in nx.strongly_connected_components(graph) for k in comp
-                     if len(comp) > 1 or graph.has_edge(k, k)}
+        graph = {key: {x.function for x in walk(fn.body) if isinstance(x, (ir.CallKnown, ir.MakeClosure))}
+                 for key, fn in functions.items()}
+        recursive = {k for comp in components(graph) for k in comp if len(comp) > 1 or k in graph[k]}
         small = {k: fn for k, fn in functions.items()
                  if k != entry and k not in recursive and _size(fn.body, self.size + 1) <= self.size}
         if not small:

@@ -25,9 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
-
 from hpgrem import ir
+from hpgrem.passes.ml_graph import components
 from hpgrem.ir import MODULE_FACTS, Module
 from hpgrem.passes import annotated
 
@@ -147,11 +146,8 @@ def _reach_par(functions, calls, unknown, escaping, pars) -> set[str]:
 
 def _on_cycles(nodes: set[str], calls: dict[str, set[str]]) -> set[str]:
     """Nodes on a cycle of length > 1 of the call graph restricted to `nodes`."""
-    g = nx.DiGraph()
-    g.add_nodes_from(nodes)
-    g.add_edges_from((a, b) for a in nodes for b in calls[a] if b in nodes and b != a)
     out: set[str] = set()
-    for comp in nx.strongly_connected_components(g):
+    for comp in components({a: [b for b in calls[a] if b != a] for a in nodes}):
         if len(comp) > 1:
             out |= comp
     return out
