@@ -20,6 +20,7 @@ passes ask for at -O2 (docs/passes.md) are chosen here.
 
 from __future__ import annotations
 
+import re
 import sys
 
 from hpgrem import ir
@@ -60,6 +61,10 @@ BINARY = {
     "=.simple": "({a} == {b})", "<>.simple": "({a} != {b})", "=": "eq({a}, {b})", "<>": "(not eq({a}, {b}))",
     "^": "({a} + {b})", ":=": "assign({a}, {b})", "before": "before({a}, {b})",
 }
+# Polymorphic equality with a test for an int first (its operand a name): eq's own answer.
+_EQ_INT = {"=": "({a} == {b} if {a}.__class__ is int else eq({a}, {b}))",
+           "<>": "({a} != {b} if {a}.__class__ is int else not eq({a}, {b}))"}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 for _ty in ("int", "real", "string", "char"):
     for _op in ("<", ">", "<=", ">="):
         BINARY[f"{_ty}.{_op}"] = f"({{a}} {_op} {{b}})"
@@ -778,6 +783,10 @@ class FunctionCompiler:
             return _UNCHECKED_UNARY[op].format(a=a)
         if op in BINARY:
             a, b = self.exprs(e.args)
+            if op in _EQ_INT and _NAME.fullmatch(a):
+                # Polymorphic equality at int is int equality: no call of eq (knuth_bendix's
+                # variables); `a` is a name, so testing its class first evaluates nothing twice.
+                return _EQ_INT[op].format(a=a, b=b)
             t = self.out.temp() if "{t}" in BINARY[op] else ""
             return BINARY[op].format(a=a, b=b, t=t)
         if op in UNARY:

@@ -34,39 +34,51 @@ class MLRuntime:
     def __init__(self, module: ir.Module, tracing: bool = False):
         self.module = module
         self.tracing = tracing
-        self.source, self.analysis, self.constants = codegen.generate(module, trace=tracing)
-        self.code = compile(self.source, "<hpgrem ml>", "exec")
-        register_code("<hpgrem ml>", code_names, self.analysis)  # names for --profile (pam/profile.py)
-        self.unpolled = None  # (code, constants) without limit checks, made when a run has no limits
+        # By `poll`: (source, analysis, constants, code). Made when a run first needs it: a run
+        # with no limits compiles only the code without limit checks (compiling both was 0.07 s
+        # of knuth_bendix's start-up).
+        self.built: dict[bool, tuple] = {}
         self.places: dict[int, MLPlace] = {}  # by PE number
+
+    def build(self, poll: bool = True) -> tuple:
+        """(source, analysis, constants, code) of the module's code, with or without limit checks."""
+        if poll not in self.built:
+            source, analysis, constants = codegen.generate(self.module, poll=poll, trace=self.tracing)
+            self.built[poll] = source, analysis, constants, compile(source, "<hpgrem ml>", "exec")
+            register_code("<hpgrem ml>", code_names, analysis)  # names for --profile (pam/profile.py)
+        return self.built[poll]
+
+    @property
+    def source(self) -> str:
+        return self.build()[0]
+
+    @property
+    def analysis(self):
+        """The functions' annotations (the same whichever code was built)."""
+        return next(iter(self.built.values()))[1] if self.built else self.build()[1]
 
     def load(self, pe, timeout: float | None = None) -> dict:
         """Execute the code for `pe`; returns {"ml": the step of ML tasks} and keeps the namespace."""
         from pam.ml import basis
 
+        # A run with no limit gets code whose counts need no look at the clock.
+        _, analysis, constants, code = self.build(poll=timeout is not None or pe.max_steps is not None)
         calls, banked = [0], [0]
         regions: dict[int, Region] = {}  # filled once the code is executed
         settle = make_settle(calls, regions)
         tick = _ticker(pe, calls, banked, timeout)
-        trace = MLTrace(pe.tracer, self.analysis.info) if self.tracing and pe.tracer is not None else None
+        trace = MLTrace(pe.tracer, analysis.info) if self.tracing and pe.tracer is not None else None
         ns: dict = {
             "calls": calls, "nested": make_nested(calls, tick, settle, trace), "tick": tick, "Again": Again,
             "Packet": Packet, "ExnCon": ExnCon, "Closure": Closure,
-            "G": [None] * len(self.analysis.globals),
+            "G": [None] * len(analysis.globals),
             "ovf": _overflow, "idiv": _idiv, "imod": _imod, "rdiv": _rdiv, "assign": _assign,
             "before": _before, "eq": basis.ml_equal, "out": _printer(pe.output),
             "rw": _untraced if trace is None else trace.inline, "settle": settle,
         }
         for name, con in BASIS_EXCEPTIONS.items():
             ns[f"X_{name}"] = con
-        infos = self.analysis.info
-        code, constants = self.code, self.constants
-        if timeout is None and pe.max_steps is None:
-            # No limit to check: direct code's counts need no look at the clock.
-            if self.unpolled is None:
-                source, _, unpolled_constants = codegen.generate(self.module, poll=False, trace=self.tracing)
-                self.unpolled = compile(source, "<hpgrem ml>", "exec"), unpolled_constants
-            code, constants = self.unpolled
+        infos = analysis.info
         deferred = []
         for key, name in constants.items():
             if isinstance(key, str):
