@@ -17,6 +17,7 @@ from lark.lexer import Lexer
 from lark.visitors import Transformer_NonRecursive
 
 from frontend.diagnostics import CompileError, Diagnostic, check_nesting, excerpt
+from frontend.lark_cache import lark_cache
 from frontend.ml import syntax as s
 from frontend.ml.lexer import SourceChunk, split_chunks, tokenize
 from hpgrem.ir import Span
@@ -36,7 +37,7 @@ class _TokenFeed(Lexer):
 def _lark() -> Lark:
     grammar = (Path(__file__).parent / "ml.lark").read_text()
     return Lark(grammar, parser="lalr", lexer=_TokenFeed, strict=True, start=["chunk", "ty_only"],
-                propagate_positions=True, maybe_placeholders=False, cache=True)
+                propagate_positions=True, maybe_placeholders=False, cache=lark_cache("ml"))
 
 
 class _SyntaxError(Exception):

@@ -633,7 +633,9 @@ class FunctionCompiler:
             if not e.free:
                 return self.constant("closure0", e.function, "c")
             free = self.exprs(e.free)
-            return f"{self.constant('closure', e.function, 'mk')}(({', '.join(free)},))"
+            info = self.a.info[e.function]  # made here, not through a maker: one Python call less
+            d = f"{info.py}_d" if info.direct else "None"
+            return f"Closure({info.py}, ({', '.join(free)},), {e.function!r}, {info.gen}, {info.pure}, {d})"
         if isinstance(e, ir.Prim):
             return self.prim(e)
         if isinstance(e, ir.CallKnown):

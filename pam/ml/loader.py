@@ -85,18 +85,15 @@ class MLRuntime:
                 ns[key] = name  # a literal: `name` is its value here
             elif key[0] == "prim":
                 ns[name] = _primitive(basis, key[1])
-            elif key[0] in ("closure", "closure0"):
+            elif key[0] == "closure0":
                 deferred.append((key, name))
         exec(code, ns)
         for name, region in constants.get(FUNCTION_REGIONS, {}).items():
             regions[id(ns[name].__code__)] = region
-        for (kind, fkey), name in deferred:
+        for (_, fkey), name in deferred:  # closures with no environment exist once
             info = infos[fkey]
             fn, d = ns[info.py], ns[info.py + "_d"] if info.direct else None
-            if kind == "closure0":
-                ns[name] = Closure(fn, (), fkey, info.gen, info.pure, d)
-            else:
-                ns[name] = _closure_maker(fn, fkey, info.gen, info.pure, d)
+            ns[name] = Closure(fn, (), fkey, info.gen, info.pure, d)
         if trace is not None:
             trace.bind(ns)
         step = make_step(pe, basis.exn_message, calls, banked, settle, trace)
@@ -204,11 +201,6 @@ def make_settle(calls: list, regions: dict[int, Region]):
             calls[0] -= n
         exc.__traceback__ = None
     return settle
-
-
-def _closure_maker(fn, key: str, gen: bool, pure: bool, d):
-    """What generated code calls to make a closure of `key` over an environment."""
-    return lambda env: Closure(fn, env, key, gen, pure, d)
 
 
 def _ticker(pe, calls: list, banked: list, timeout: float | None):
