@@ -3,7 +3,8 @@
 Scheduling is depth first with time slices: a committing task continues with its first body goal
 (as Prolog would run it) for up to `SLICE` reductions, then goes to the back of the queue so that
 producers and consumers of a stream take turns (memory stays proportional to live data), unless
-its kind says it resumes first. Woken tasks go to the front. Everything is iterative: no step
+its kind says it resumes first. Woken tasks go to the front. A back that has not moved for
+FAIR reductions turns the queue round, so that no task waits for ever. Everything is iterative: no step
 recurses in Python. The loop knows tasks only through the step protocol (pam/step.py) and the
 `Task` class; it names no dialect.
 """
@@ -23,6 +24,12 @@ from pam.terms import Var, deref, unbound_vars, var_name
 from pam.unify import unify
 
 SLICE = 200
+# Depth first keeps the queue's front busy: a goal that fans out for ever (each round spawning a
+# tree, then the next round) would leave the tasks below it waiting for ever (the goal that would
+# stop it, a stream's producer). Every FAIR reductions the loop looks at the back of the queue:
+# if the same task is still there, the queue is turned round. A program that gets round to its
+# back meanwhile runs as before.
+FAIR = 10 * SLICE
 DEADLOCK_REPORT_LIMIT = 20
 
 
@@ -58,6 +65,8 @@ class PE:
         self.paused: Task | None = None
         self.paused_left = SLICE
         self.failed: Task | None = None
+        self.fair_at = FAIR  # the step count of the next look at the back of the queue
+        self.back: Task | None = None  # the task at the back at the last look
 
     # -- variables --------------------------------------------------------------------------
     def new_var(self, owner: int) -> Var:
@@ -242,7 +251,7 @@ class PE:
             self.ready.append(task)
             self.paused, self.paused_left = task, left
         else:
-            self.ready.appendleft(task)
+            self.to_back(task)
 
     def run(self, budget: int | None = None) -> int:
         """Reduce until no task is ready, or `budget` steps have run; returns the steps run.
@@ -269,6 +278,20 @@ class PE:
                 self.meter[1] = 0
                 if budget is not None and self.steps - start >= budget:
                     return self.steps - start
+
+    def to_back(self, task: Task) -> None:
+        """Send `task` to the back of the ready queue (its time slice is up)."""
+        self.ready.appendleft(task)
+
+    def _next_task(self, ready, calls: int) -> Task:
+        """The next task when a look at the back is due (FAIR): if the back is the task that
+        was there at the last look, the queue is turned round (the tasks at the back run
+        first, oldest first; those at the front wait their turn at the back)."""
+        self.fair_at = self.steps + calls + FAIR
+        if ready[0] is self.back and len(ready) > 1:
+            ready.reverse()
+        self.back = ready[0]
+        return ready.pop()
 
     def _next_check(self, calls: int, limit, deadline, budget, check_every: int) -> int | None:
         """At a batch's end (both loops): LimitExceeded past --max-steps or --timeout; None when
@@ -302,9 +325,14 @@ class PE:
         meter = self.meter
         looped = 0
         t = None
+        fair = self.fair_at - self.steps  # in this run's calls
         try:
             while ready:
-                t = pop()
+                if calls < fair:
+                    t = pop()
+                else:
+                    t = self._next_task(ready, calls)
+                    fair = calls + FAIR
                 full = SLICE
                 if t is self.paused:
                     full, self.paused = self.paused_left, None
@@ -381,9 +409,14 @@ class PE:
         looped = 0
         t = None
         tracer.mark = self.instructions
+        fair = self.fair_at - self.steps  # in this run's calls
         try:
             while ready:
-                t = ready.pop()
+                if calls < fair:
+                    t = ready.pop()
+                else:
+                    t = self._next_task(ready, calls)
+                    fair = calls + FAIR
                 full = SLICE
                 if t is self.paused:
                     full, self.paused = self.paused_left, None

@@ -121,6 +121,14 @@ def test_a_stopped_call_leaves_no_task_on_any_pe(opt):
     assert nothing_left(machine)
 
 
+def test_the_same_call_is_stopped_on_one_pe():
+    """There the endless fan-out keeps the front of the queue busy: the goal that stops it
+    still gets its turns (pam.pe.FAIR)."""
+    out, machine = machine_after(STOPPED, pes=1)
+    assert out == "stopped\n"
+    assert nothing_left(machine)
+
+
 def test_suspend_and_continue_reach_goals_on_other_pes():
     """A goal of the call on PE 1, woken there by a binding made while the call is held, does
     not run until `continue` (the same answer as on one PE)."""
@@ -196,7 +204,8 @@ def _mpi(tmp_path, text: str) -> tuple[str, list[dict]]:
 
 @pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not installed")
 def test_guards_and_a_stopped_call_under_mpi(tmp_path):
-    out, per_pe = _mpi(tmp_path, GUARDS.replace("pick(17, R)", "pick(21, R)"))
+    # guards of about a second: rank 1 is up and asking for work while they run
+    out, per_pe = _mpi(tmp_path, GUARDS.replace("pick(17, R)", "pick(23, R)"))
     assert out == "big\n"
     assert per_pe[0]["guards_remote"] == 0 and per_pe[1]["guards_remote"] >= 1
     out, per_pe = _mpi(tmp_path, STOPPED)

@@ -17,9 +17,9 @@ reads `waits`), before anyone waiting on it sees the value; the binding is undon
 waits for the caller to bind that variable. The run's goals use the PE's ready queue and
 suspension table while the slice lasts (the compiled steps hold the queue), so nothing of a guard
 is ever in the PE's own queue or table between slices: no leftover tasks, no leaked suspensions.
-Across PEs (`GuardKind`): a run that has run at most MOVE_SLICES slices may be stolen like a
-goal, when one of its goals' relations can fan out (the grain rule of goals), and starts afresh
-on the thief (a guard binds nothing of the call, so starting again is safe). What travels is its guard (by the
+Across PEs (`GuardKind`): a run may be stolen like a goal (once), when one of its goals'
+relations can fan out (the grain rule of goals), and starts afresh on the thief (a guard binds
+nothing of the call, so starting again is safe; what it did at home is lost). What travels is its guard (by the
 number of its spec, the same on every PE), the call's matched values and its `done` variable;
 the thief starts the run afresh and, when it ends, binds `done` (a proxy there) to the outcome
 (`'$guard_ok'(Locals)`, `failed`, or `'$guard_waits'(Vars)`), which reaches the caller as a BIND.
@@ -45,9 +45,6 @@ from pam.step import WaitAll, declare
 from pam.task import AndGroup, Task
 from pam.terms import Cons, Struct, Var, deref, from_list, mkatom, to_list
 
-# A run that has run at most this many slices may still be sent away (and start afresh there):
-# what it did is lost, at most this many time slices of work.
-MOVE_SLICES = 64
 GUARD_OK, GUARD_WAITS, FAILED = mkatom("$guard_ok"), mkatom("$guard_waits"), mkatom("failed")
 
 
@@ -251,10 +248,11 @@ class Guards:
 
     # -- runs on other PEs ------------------------------------------------------------------
     def spare(self, task: GuardTask) -> bool:
-        """A run may be sent away, to start afresh there, while it has run few slices here (an
-        idle PE asks between its PE's batches, after some), when one of its goals can fan out."""
+        """A run may be sent away once, to start afresh there (what it did here is lost: an
+        idle PE asks only between its PE's batches, which under MPI may be a thousand slices),
+        when one of its goals can fan out."""
         run = task.args[0]
-        if run.slices > MOVE_SLICES or run.abandoned or run.home is not None or id(run.spec) not in self.numbers:
+        if run.abandoned or run.home is not None or id(run.spec) not in self.numbers:
             return False
         fans = self.fans.get(id(run.spec))
         if fans is None:
@@ -309,7 +307,7 @@ class Guards:
         task = GuardTask(self.step, (run,), None, spec.site)
         if self.pe.tracer is not None:
             self.pe.tracer.spawned(task)
-        self.pe.ready.appendleft(task)
+        self.pe.to_back(task)
         return run
 
     def _run_for(self, t: Task | None, spec: GuardSpec, values: tuple, done: Var | None = None) -> GuardRun:
@@ -340,7 +338,7 @@ class Guards:
         outcome = self._run(run)
         if outcome is None:
             self._report(task, "ran a slice")
-            pe.ready.appendleft(task)  # to the back of the queue: others take their turn
+            pe.to_back(task)  # others take their turn
             return None
         self._report(task, {True: "succeeded", False: "failed"}.get(outcome, "suspended")
                      if type(outcome) is not list else "suspended")
