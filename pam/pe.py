@@ -288,7 +288,7 @@ class PE:
         was there at the last look, the queue is turned round (the tasks at the back run
         first, oldest first; those at the front wait their turn at the back)."""
         self.fair_at = self.steps + calls + FAIR
-        if ready[0] is self.back and len(ready) > 1:
+        if ready[0] is self.back and len(ready) > 1 and ready[0].starves:
             ready.reverse()
         self.back = ready[0]
         return ready.pop()

@@ -22,6 +22,10 @@ class Task:
     # When a task's time slice is up it goes to the back of the ready queue, so that producers
     # and consumers take turns; a kind that should rather continue first says so here.
     resume_first = False
+    # A task left at the back of the queue for FAIR reductions is run first (pam/pe.py), so
+    # that no task waits for ever; a kind whose queued tasks are sparks (run by a thief or by
+    # their parent's join, never needed before that) says False.
+    starves = True
 
     def __init__(self, proc, args: tuple, group, site) -> None:
         self.proc = proc

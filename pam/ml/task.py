@@ -39,6 +39,9 @@ class MLTask(Task):
     # At the end of a slice an evaluation continues first (work first: its forked children
     # wait for thieves or its join).
     resume_first = True
+    # A queued evaluation is a forked child no one has started: a thief or its parent's join
+    # runs it (an endless one whose parent no longer needs it must never be started).
+    starves = False
 
     def __init__(self, proc, thunk, result: Var | None, site, stack=None) -> None:
         super().__init__(proc, (), None, site)
