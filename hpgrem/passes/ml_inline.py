@@ -44,6 +44,8 @@ class MLInline:
         fresh = [0]
         rules = dict(functions)
         for key, fn in functions.items():
+            if graph[key].isdisjoint(small):
+                continue  # no call to inline: no rebuild of the body (start-up)
             body = fn.body
             for _ in range(ROUNDS):
                 new = transform(body, lambda n: self._inline(n, small, fresh)
