@@ -18,6 +18,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from lark.visitors import Transformer_NonRecursive
 
 from frontend.diagnostics import CompileError, Diagnostic, check_nesting, excerpt
+from frontend.lark_cache import lark_cache
 from frontend.parlog.reader import read_program
 from hpgrem.ir import NO_SPAN, Atom, Float, Int, Span, Struct, Term, Var, make_list
 
@@ -53,7 +54,7 @@ Item = ModeDecl | ClauseItem | Directive
 def _lark() -> Lark:
     grammar = (Path(__file__).parent / "parlog.lark").read_text()
     return Lark(grammar, parser="lalr", start=["start", "goal"], propagate_positions=True,
-                maybe_placeholders=False, cache=True)
+                maybe_placeholders=False, cache=lark_cache("parlog"))
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
