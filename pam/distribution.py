@@ -106,6 +106,13 @@ class Net:
         self.victim = self.rng.randrange(len(topology.neighbours(pe.number)) or 1)
         self.tracer = None  # the PE's recorder in a traced run (pam.trace)
         self.refuse_bind = None  # proxy_bound's guard, set by a runtime for a while
+        # A runtime's failure boundaries across PEs: bind_origin() names the part of the program
+        # (a PARLOG call/3's sub-computation, a tuple of ints) the running task's binds belong
+        # to, or None; a BIND carries that name, and at the owner bind_clash(origin) is True
+        # when it contained a clash of that BIND (else the clash fails the program).
+        self.bind_origin = None
+        self.bind_clash = None
+        self.relayed = None  # the origin of the BIND being handled (passed on if it is relayed)
 
     # -- what the runtimes register ----------------------------------------------------------
     def add_kind(self, kind: TaskKind) -> None:
@@ -233,7 +240,17 @@ class Net:
         if self.refuse_bind is not None:
             self.refuse_bind(proxy, remote)
         del self.imports[(remote.owner, remote.ident)]
-        self.send("BIND", remote.owner, (remote.ident, self.pack(proxy.val), remote.weight))
+        payload = (remote.ident, self.pack(proxy.val), remote.weight)
+        origin, member = self.relayed, None
+        if origin is None and self.bind_origin is not None:
+            origin = self.bind_origin()
+            task = self.pe.running
+            if origin is not None and task.group is not None:
+                # the binding is a member of its task's group until the owner accepts it
+                # (FINISH): the sub-computation cannot end before a clash there is known
+                task.group.count += 1
+                member = self.await_finish(task.group)
+        self.send("BIND", remote.owner, payload if origin is None else (*payload, origin, member))
 
     def got_value(self, m: Message) -> None:
         owner, ident, code = m.payload
@@ -253,12 +270,22 @@ class Net:
             self.send("FREE", owner, (ident, remote.weight))
 
     def got_bind(self, m: Message) -> None:
-        ident, code, weight = m.payload
+        """A binding of our variable `ident` made elsewhere: a clash fails the program, or only
+        the part of it that made the binding when the BIND names one (`bind_clash`)."""
+        ident, code, weight, *named = m.payload
+        origin, member = _origin(named)
         entry = self.export_entry(ident)
         entry[1] -= weight
         value = self.unpack(code)
-        if not self.pe.unify(entry[0], value):
+        self.relayed = origin  # our variable may be a proxy: its BIND then says the same
+        try:
+            bound = self.pe.unify(entry[0], value)
+        finally:
+            self.relayed = None
+        if not bound and (origin is None or self.bind_clash is None or not self.bind_clash(origin)):
             raise ProgramFailure("bindings made on two PEs clash", None, None, self.pe.number)
+        if bound and member is not None:
+            self.send("FINISH", member[0], member[1])
         self.maybe_drop(ident)
 
     def got_fetch(self, m: Message) -> None:
@@ -341,15 +368,19 @@ class Net:
             moved(task, dst)
         group_ref = None
         if task.group is not None:
-            gid = self.next_ident
-            self.next_ident += 1
-            self.groups[gid] = task.group
-            group_ref = (self.pe.number, gid)
+            group_ref = self.await_finish(task.group)
             task.group = None
         code = self.pack(value)
         payload = (kind.name, task.proc.key, code, task.site, group_ref)
         # the kind, the step and the call site are names known on every PE: a word each
         self.send("SPAWN", dst, payload, HEADER + 3 * WORD + size_bytes(code) + payload_bytes(group_ref))
+
+    def await_finish(self, group: AndGroup) -> tuple[int, int]:
+        """Name a membership of `group` held elsewhere: a FINISH naming it ends it."""
+        gid = self.next_ident
+        self.next_ident += 1
+        self.groups[gid] = group
+        return (self.pe.number, gid)
 
     def got_spawn(self, m: Message) -> None:
         self.steal_pending = False
@@ -471,4 +502,19 @@ def _proxies(terms) -> list[Var]:
     return found
 
 
+def _origin(named: list) -> tuple:
+    """A BIND's origin and membership (`proxy_bound`), checked: it crossed a transport."""
+    if not named:
+        return None, None
+    origin, member = named
+
+    def ints(x, n=None) -> bool:
+        return type(x) is tuple and all(type(i) is int for i in x) and n in (None, len(x))
+
+    if not ints(origin) or not (member is None or ints(member, 2)):
+        raise ValueError(f"malformed BIND origin {named!r}")
+    return origin, member
+
+
 __all__ = ["Net", "RemoteReader", "RemoteWaiters"]
+

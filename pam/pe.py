@@ -65,6 +65,7 @@ class PE:
         self.paused: Task | None = None
         self.paused_left = SLICE
         self.failed: Task | None = None
+        self.running: Task | None = None  # the task the loop runs now (None outside the loop)
         self.fair_at = FAIR  # the step count of the next look at the back of the queue
         self.back: Task | None = None  # the task at the back at the last look
 
@@ -334,6 +335,7 @@ class PE:
                     t = self._next_task(ready, calls)
                     fair = calls + FAIR
                 full = SLICE
+                self.running = t  # whose binds these are (a call/3's, across PEs: Net.bind_origin)
                 if t is self.paused:
                     full, self.paused = self.paused_left, None
                 slice_left = full if next_check - calls >= full else max(1, next_check - calls)
@@ -383,6 +385,7 @@ class PE:
                 failure.pe = self.number
             raise
         finally:
+            self.running = None
             self.steps += calls
             stats.reductions += calls - suspensions
             stats.looped += looped
@@ -418,6 +421,7 @@ class PE:
                     t = self._next_task(ready, calls)
                     fair = calls + FAIR
                 full = SLICE
+                self.running = t  # whose binds these are (a call/3's, across PEs: Net.bind_origin)
                 if t is self.paused:
                     full, self.paused = self.paused_left, None
                 slice_left = full if next_check - calls >= full else max(1, next_check - calls)
@@ -475,6 +479,7 @@ class PE:
             tracer.fail(t, failure.goal, failure.span)
             raise
         finally:
+            self.running = None
             tracer.open.clear()  # a step stopped by a failure or a limit leaves its rewrites open
             tracer.offset = 0
             self.steps += calls

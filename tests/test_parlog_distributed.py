@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from conftest import ROOT
+from pam.errors import ProgramFailure
 from test_parlog_deep_guards import idle, machine_after
 
 MPIEXEC = shutil.which("mpiexec")
@@ -169,6 +170,68 @@ main <- call(away(Z), S, _) & write(S - Z), nl.
         assert nothing_left(machine)
 
 
+# A call/3 whose goal, sent to PE 1, binds the caller's Z = 2 once the caller has bound Z = 1
+# (the caller answers Started with Ack after binding Z): the clash is found at Z's owner, PE 0,
+# when PE 1's BIND arrives there.
+LATE_CLASH = """
+mode late(^, ^, ?).
+late(X, Started, Ack) <- Started = yes, wait(Ack, X).
+mode wait(?, ^).
+wait(ok, X) <- X = 2.
+mode away(^, ^, ?).
+away(X, Started, Ack) <- late(X, Started, Ack) @ 1.
+mode answer(?, ^, ^).
+answer(yes, Z, Ack) <- Z = 1 & Ack = ok.
+mode go(^, ^, ?, ^).
+go(Z, Started, Ack, S) <- call(away(Z, Started, Ack), S, _).
+MAIN
+"""
+HOME_OWNS = "main <- call(away(Z, St, Ack), S, _), answer(St, Z, Ack) & write(S - Z), nl."
+# the call/3 runs on PE 2: Z's owner (PE 0) is neither the goal's PE nor the call's
+THIRD_OWNS = "main <- go(Z, St, Ack, S) @ 2, answer(St, Z, Ack) & write(S - Z), nl."
+WITHOUT_CALL = "main <- away(Z, St, Ack), answer(St, Z, Ack) & write(Z), nl."
+
+
+@pytest.mark.parametrize("main", [HOME_OWNS, THIRD_OWNS])
+def test_a_clash_at_the_owner_of_a_bind_from_a_call_fails_the_call_only(monkeypatch, main):
+    """The BIND names the sub-computation that made it: the owner fails that one (Status =
+    failed, the program goes on), not the program."""
+    from pam.parlog.subcomp import Subcomputations
+    clashes = []
+    clashed = Subcomputations.clashed
+
+    def record(self, ident):
+        clashes.append((self.pe.number, ident))
+        return clashed(self, ident)
+
+    monkeypatch.setattr(Subcomputations, "clashed", record)
+    program = LATE_CLASH.replace("MAIN", main)
+    home = 0 if main is HOME_OWNS else 2
+    for pes in (1, 16):
+        clashes.clear()
+        out, machine = machine_after(program, pes=pes)
+        assert out == "failed-1\n"
+        assert clashes == ([] if pes == 1 else [(0, (home, 0))])
+        assert nothing_left(machine)
+    failed_reports = [pe.stats.bytes_by_kind.get("CALL3_FAILED", 0) for pe in machine.pes]
+    assert (failed_reports[0] > 0) == (home != 0) and sum(failed_reports[1:]) == 0
+
+
+def test_a_bind_from_a_call_that_agrees_is_accepted_and_leaves_nothing():
+    """Without a clash the owner's FINISH ends the binding's membership: the call succeeds."""
+    program = LATE_CLASH.replace("MAIN", THIRD_OWNS).replace("Z = 1 &", "Z = 2 &")
+    for pes in (1, 16):
+        out, machine = machine_after(program, pes=pes)
+        assert out == "succeeded-2\n"
+        assert nothing_left(machine)
+
+
+def test_the_same_clash_without_call3_fails_the_program():
+    program = LATE_CLASH.replace("MAIN", WITHOUT_CALL)
+    with pytest.raises(ProgramFailure, match="bindings made on two PEs clash"):
+        machine_after(program, pes=16)
+
+
 def test_stopping_a_call_ends_the_calls_nested_in_it():
     """The inner call/3's watcher (Control never bound) goes with the outer's goals; its Status
     stays unbound."""
@@ -211,6 +274,20 @@ def test_guards_and_a_stopped_call_under_mpi(tmp_path):
     out, per_pe = _mpi(tmp_path, STOPPED)
     assert out == "stopped\n"
     assert per_pe[1]["stopped_remote"] >= 1
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not installed")
+def test_a_clash_at_the_owner_under_mpi(tmp_path):
+    """Rank 1's BIND (its origin packed with it) clashes on rank 0: the call fails, exit 0;
+    without call/3 the run fails (exit 1)."""
+    out, per_pe = _mpi(tmp_path, LATE_CLASH.replace("MAIN", HOME_OWNS))
+    assert out == "failed-1\n"
+    assert per_pe[1]["bytes_by_kind"]["BIND"] > 0
+    path = tmp_path / "plain.par"
+    path.write_text(LATE_CLASH.replace("MAIN", WITHOUT_CALL))
+    done = subprocess.run([MPIEXEC, "-n", "2", "hpgrem", "run", str(path)],
+                          capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert done.returncode == 1 and "bindings made on two PEs clash" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("opt", [0, 2])

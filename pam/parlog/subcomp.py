@@ -15,7 +15,9 @@ stand-in `SubGroup` for it (`remote`), which holds nothing but is found in their
 as the real one is at home. Each PE remembers to which PEs it sent tasks of a sub-computation
 (`children`); the orders (`stop`, `suspend`, `continue`, and `end` when it succeeded) go from home
 to those PEs and on from each to its own (CALL3 messages), and a failure on another PE is
-reported home (CALL3_FAILED) after that PE discarded the sub-computation's tasks there. Messages
+reported home (CALL3_FAILED) after that PE discarded the sub-computation's tasks there. A BIND
+made by one of its tasks carries its name (Net.bind_origin): a clash found at the variable's
+owner fails it the same way (reported home), not the program. Messages
 between two PEs keep their order, so an order reaches a PE after every task sent to it before;
 a task that arrives for a stopped sub-computation is dropped.
 """
@@ -118,6 +120,8 @@ class Subcomputations:
         if pe.net is not None:
             pe.net.add_handler("CALL3", self._got_order)
             pe.net.add_handler("CALL3_FAILED", self._got_failed)
+            pe.net.bind_origin = self.origin
+            pe.net.bind_clash = self.clashed
 
         def call3(t):
             return self.start(t)
@@ -263,9 +267,33 @@ class Subcomputations:
             self.release(root)
 
     def _got_failed(self, m) -> None:
-        root = self.named.get(tuple(m.payload))
+        self.failed_at_home(tuple(m.payload))
+
+    def failed_at_home(self, ident: tuple[int, int]) -> None:
+        """Sub-computation `ident`, at home here, failed; one that ended meanwhile is left."""
+        root = self.named.get(ident)
         if root is not None and not root.ended and not root.remote:
             self.end(root, FAILED)
+
+    def origin(self) -> tuple[int, int] | None:
+        """Net.bind_origin: the name of the sub-computation of the running task (its BINDs carry
+        it), or None."""
+        task = self.pe.running
+        if not self.live or task is None:
+            return None
+        root = root_of(task)
+        return None if root is None else self.name(root)
+
+    def clashed(self, ident: tuple[int, int]) -> bool:
+        """Net.bind_clash: a BIND from sub-computation `ident` clashed with a binding here: that
+        sub-computation fails (at its home, which stops its tasks on every PE)."""
+        if len(ident) != 2:
+            return False
+        if ident[0] == self.pe.number:
+            self.failed_at_home(ident)
+        else:
+            self.pe.net.send("CALL3_FAILED", ident[0], ident)
+        return True
 
     # -- ends ---------------------------------------------------------------------------------
     def __call__(self, task: Task | None, failure: ProgramFailure) -> bool:
