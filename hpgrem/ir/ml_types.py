@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 
 from hpgrem.ir import ml
+from hpgrem.ir.call_graph import components
 from hpgrem.ir.core import JsonPath, Module, use_counts, walk
 from hpgrem.ir.ml_dialect import PRIMITIVES
 
@@ -615,43 +616,8 @@ def _same(a: tuple, b: tuple) -> bool:
 
 def _components(module: Module) -> list[list[str]]:
     """The functions' strongly connected components (calls and closures), callees first."""
-    graph = {key: sorted({n.function for n in walk(fn.body) if isinstance(n, (ml.CallKnown, ml.MakeClosure))})
-             for key, fn in module.rules.items()}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on, stack, out = set(), [], []
-    for start in graph:
-        if start in index:
-            continue
-        work = [(start, 0)]
-        while work:
-            v, i = work.pop()
-            if i == 0:
-                index[v] = low[v] = len(index)
-                stack.append(v)
-                on.add(v)
-            edges = graph[v]
-            if i < len(edges):
-                work.append((v, i + 1))
-                w = edges[i]
-                if w not in index:
-                    work.append((w, 0))
-                elif w in on:
-                    low[v] = min(low[v], index[w])
-                continue
-            if low[v] == index[v]:
-                scc = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    scc.append(w)
-                    if w == v:
-                        break
-                out.append(scc)
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-    return out
+    return components({key: sorted({n.function for n in walk(fn.body) if isinstance(n, (ml.CallKnown, ml.MakeClosure))})
+                       for key, fn in module.rules.items()})
 
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 12000))

@@ -18,7 +18,7 @@ from typing import ClassVar
 from hpgrem import ir
 from hpgrem.ir import transform, walk, walk_tree
 from hpgrem.passes import Option
-from hpgrem.passes.ml_graph import components
+from hpgrem.ir.call_graph import components
 
 ROUNDS = 3
 

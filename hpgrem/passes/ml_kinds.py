@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hpgrem import ir
-from hpgrem.passes.ml_graph import components
+from hpgrem.ir.call_graph import components
 from hpgrem.ir import MODULE_FACTS, Module
 from hpgrem.passes import annotated
 
@@ -149,7 +149,7 @@ def _on_cycles(nodes: set[str], calls: dict[str, set[str]]) -> set[str]:
     out: set[str] = set()
     for comp in components({a: [b for b in calls[a] if b != a] for a in nodes}):
         if len(comp) > 1:
-            out |= comp
+            out.update(comp)
     return out
 
 

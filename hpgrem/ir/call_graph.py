@@ -1,4 +1,5 @@
-"""Strongly connected components of a call graph, for the ML passes (ml-kinds, ml-inline).
+"""Strongly connected components of a call graph: the ML type checker's binding groups
+(ml_types) and the ML passes' recursion (ml-kinds, ml-inline).
 
 A small iterative Tarjan rather than networkx: importing networkx costs about 0.15 s, which
 every `hpgrem run` of an ML program paid (docs/ml.md, start-up)."""
@@ -8,15 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 
-def components(edges: Mapping[str, Iterable[str]]) -> list[set[str]]:
+def components(edges: Mapping[str, Iterable[str]]) -> list[list[str]]:
     """The strongly connected components of the graph `node -> successors` (every node is a
-    key; successors that are not keys are ignored). Iterative, so a long chain of calls does
-    not recurse in Python."""
+    key; successors that are not keys are ignored), successors' components first, each in the
+    order Tarjan's stack gives. Iterative, so a long chain of calls does not recurse in Python."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     on_stack: set[str] = set()
     stack: list[str] = []
-    out: list[set[str]] = []
+    out: list[list[str]] = []
     succ = {k: [w for w in vs if w in edges] for k, vs in edges.items()}
     for root in edges:
         if root in index:
@@ -42,11 +43,11 @@ def components(edges: Mapping[str, Iterable[str]]) -> list[set[str]]:
                     u = work[-1][0]
                     low[u] = min(low[u], low[v])
                 if low[v] == index[v]:
-                    comp = set()
+                    comp = []
                     while True:
                         w = stack.pop()
                         on_stack.discard(w)
-                        comp.add(w)
+                        comp.append(w)
                         if w == v:
                             break
                     out.append(comp)
