@@ -224,23 +224,29 @@ probe(_, bound).
     assert idle(machine)
 
 
-def test_call3_suspend_holds_a_goal_woken_meanwhile():
-    """A goal of a held sub-computation that a binding from outside wakes does not run until
-    `continue`."""
-    text = """
+# A held call/3's helpers: echo binds Y once X is go; release continues the call; spin waits;
+# peek says whether Y is bound yet (tests/test_parlog_distributed.py uses them too).
+HOLD_HELPERS = """
 mode echo(?, ^).
 echo(go, Y) <- Y = ran.
 mode release(?, ^).
 release(done, C) <- C = [continue].
-main <- call(echo(X, Y), S, C0), hold_then(C0, X, Y, P), write(P/S/Y), nl.
-mode hold_then(^, ^, ?, ^).
-hold_then(C0, X, Y, P) <- C0 = [suspend|C] & spin(1000) & X = go & spin(1000) & peek(Y, P) & release(done, C).
 mode spin(?).
 spin(0);
 spin(N) <- N > 0 : N1 is N - 1, spin(N1).
 mode peek(?, ^).
 peek(Y, unbound) <- var(Y) : true;
 peek(_, bound).
+"""
+
+
+def test_call3_suspend_holds_a_goal_woken_meanwhile():
+    """A goal of a held sub-computation that a binding from outside wakes does not run until
+    `continue`."""
+    text = HOLD_HELPERS + """
+main <- call(echo(X, Y), S, C0), hold_then(C0, X, Y, P), write(P/S/Y), nl.
+mode hold_then(^, ^, ?, ^).
+hold_then(C0, X, Y, P) <- C0 = [suspend|C] & spin(1000) & X = go & spin(1000) & peek(Y, P) & release(done, C).
 """
     for pes in (1, 16):
         out, machine = machine_after(text, pes=pes)

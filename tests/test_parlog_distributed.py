@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT
 from pam.errors import ProgramFailure
-from test_parlog_deep_guards import idle, machine_after
+from test_parlog_deep_guards import HOLD_HELPERS, idle, machine_after
 
 MPIEXEC = shutil.which("mpiexec")
 
@@ -133,22 +133,12 @@ def test_the_same_call_is_stopped_on_one_pe():
 def test_suspend_and_continue_reach_goals_on_other_pes():
     """A goal of the call on PE 1, woken there by a binding made while the call is held, does
     not run until `continue` (the same answer as on one PE)."""
-    text = """
-mode echo(?, ^).
-echo(go, Y) <- Y = ran.
+    text = HOLD_HELPERS + """
 mode away(?, ^).
 away(X, Y) <- echo(X, Y) @ 1.
-mode release(?, ^).
-release(done, C) <- C = [continue].
 main <- call(away(X, Y), S, C0), hold_then(C0, X, Y, P), write(P/S/Y), nl.
 mode hold_then(^, ^, ?, ^).
 hold_then(C0, X, Y, P) <- spin(300) & C0 = [suspend|C] & spin(1000) & X = go & spin(1000) & peek(Y, P) & release(done, C).
-mode spin(?).
-spin(0);
-spin(N) <- N > 0 : N1 is N - 1, spin(N1).
-mode peek(?, ^).
-peek(Y, unbound) <- var(Y) : true;
-peek(_, bound).
 """
     for pes in (1, 16):
         out, machine = machine_after(text, pes=pes)
