@@ -20,9 +20,10 @@ class Emitter:
 
     __call__ = emit
 
-    def insert(self, at: int, line: str) -> None:
-        """A line at the current depth before line number `at` (a value computed earlier)."""
-        self.lines.insert(at, "    " * self.depth + line)
+    def insert(self, at: int, line: str, depth: int | None = None) -> None:
+        """A line before line number `at` (a value computed earlier), at `depth` (by default
+        the current one)."""
+        self.lines.insert(at, "    " * (self.depth if depth is None else depth) + line)
 
     def indent(self) -> None:
         self.depth += 1

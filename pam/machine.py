@@ -75,12 +75,17 @@ class Machine:
     `timeout` counts from `started` (a time.monotonic() instant), by default from now; with
     `hard_stop` (the command line's choice) a run that cannot be interrupted then is ended
     with its process (pam.limits.Watchdog). With `trace` (a pam.trace.Trace) every PE records
-    its events there, running its traced loop and the runtime's traced code (docs/trace.md)."""
+    its events there, running its traced loop and the runtime's traced code (docs/trace.md).
+    Without `count_reductions` (a run whose statistics nobody reads: the CLI without --stats,
+    --stats-json or --count) compiled code on one PE counts no reductions inside a step (ML's
+    direct calls and loops), so the statistics then undercount them; limits, traces, several
+    PEs (whose schedule follows the counts) and MPI count them all the same."""
 
     def __init__(self, module: Module, *, stream=None, pes: int = 1, topology: str | None = None,
                  seed: int = 0, max_steps: int | None = None, timeout: float | None = None,
                  costs: CostModel = DEFAULT, comm=None, jitter: float = 0.0, runtime: Runtime | None = None,
-                 started: float | None = None, hard_stop: bool = False, trace=None):
+                 started: float | None = None, hard_stop: bool = False, trace=None,
+                 count_reductions: bool = True):
         if module.entry is None:
             raise ValueError("the module has no entry goal")
         self.module = module
@@ -107,6 +112,7 @@ class Machine:
                     max_steps if pes == 1 or comm is not None else None,
                     timeout if pes == 1 or comm is not None else None)
             pe.deadline = self.deadline if pes == 1 or comm is not None else None
+            pe.counts_reductions = count_reductions or pes > 1 or comm is not None or trace is not None
             pe.stats.counters = dict.fromkeys(counters_of(self.runtime), 0)
             procs: dict = {}
             if self.sim is not None:

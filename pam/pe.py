@@ -51,6 +51,9 @@ class PE:
         self.instructions = 0
         self.net = None  # the PE's side of distribution (pam.distribution), None on one PE
         self.tracer = None  # its recorder in a traced run (pam.trace), which runs `run_traced`
+        # Whether compiled code must count the reductions it makes inside one step (direct
+        # code's calls): false only where nothing observes them (Machine, count_reductions).
+        self.counts_reductions = True
         # A step that loops (a self tail call run inside its step function) shares the time
         # slice: before each call meter[0] is how many more reductions it may run itself; it
         # leaves in meter[1] how many it ran, which the loop counts as reductions.

@@ -313,7 +313,8 @@ def _run_machine(args, module, pes: int, comm) -> int:
     with _loading_limits(args):  # making the machine generates and loads the program's code
         machine = Machine(module, pes=pes, topology=args.topology, seed=args.seed, runtime=runtime,
                           max_steps=args.max_steps, timeout=args.timeout, comm=comm,
-                          started=_STARTED[0], hard_stop=_OWNS_PROCESS[0], trace=trace)
+                          started=_STARTED[0], hard_stop=_OWNS_PROCESS[0], trace=trace,
+                          count_reductions=_reads_reductions(args))
     profiler = profile_cmd.Profiling(args, comm, pes) if _profiling(args) else None
     try:
         if profiler is None:
@@ -341,6 +342,12 @@ def _run_machine(args, module, pes: int, comm) -> int:
     if profiler is not None:
         profiler.report()
     return EXIT_OK
+
+
+def _reads_reductions(args) -> bool:
+    """Whether the run reports its reductions (--stats, --stats-json, --count): a run that
+    does not runs code that does not count them (Machine's `count_reductions`)."""
+    return bool(getattr(args, "stats", False) or getattr(args, "stats_json", None) or getattr(args, "count", False))
 
 
 def _profiling(args) -> bool:

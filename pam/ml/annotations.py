@@ -18,7 +18,8 @@ DEPTH = 200  # Python frames of direct recursion before the rest runs on a heap 
 class FunctionInfo:
     """How one function is compiled: its Python name and what the passes said of it."""
 
-    __slots__ = ("key", "py", "gen", "pure", "loop", "fn", "direct", "bounded", "applies", "raises")
+    __slots__ = ("key", "py", "gen", "pure", "loop", "fn", "direct", "bounded", "applies", "raises",
+                 "returns_raise")
 
     def __init__(self, key: str, py: str, fn: ir.Function):
         self.key, self.py, self.fn = key, py, fn
@@ -32,6 +33,9 @@ class FunctionInfo:
         # a direct function that calls only itself and plain functions, with that argument
         # decreasing (ml-ranges' `depth`); such calls run in a copy `_b` without depth test.
         self.bounded: tuple[int, int] | None = None
+        # Its twins (`_d`, `_b`) return an ML raise that leaves them as a `Raised` instead of
+        # raising it (Annotations): a direct function that may raise, called only by name.
+        self.returns_raise = False
 
 
 class Annotations:
@@ -62,11 +66,20 @@ class Annotations:
         # ml-batch-counts (hpgrem/passes/ml_batch_counts.py): count calls of direct code per block
         self.batch_counts = module.annotation(ir.MODULE_FACTS, "ml-batch-counts.calls") == "block"
         self.poll = True  # check the limits when counts pass POLL (`generate`)
+        # direct code and loops count their reductions (`generate`): false only for a run that
+        # neither reports nor limits them (one PE, no --stats, --max-steps, --timeout, trace)
+        self.counts = True
         self.trace = False  # the traced mode: reductions inside compiled code are reported (`generate`)
         for key, fn in module.rules.items():
             self.overflow.update(overflow_checks(fn, module.annotation(key, "ml-ranges.overflow")))
         for key, info in self.info.items():
             info.bounded = self._bounded(info, module.annotation(key, "ml-ranges.depth"))
+        # A function made into a closure is also called by code that does not know it (the
+        # basis's map, a closure's twin `d`): only functions called by name return their raises.
+        closures = {x.function for fn in module.rules.values() for x in ir.walk(fn.body)
+                    if isinstance(x, ir.MakeClosure)}
+        for key, info in self.info.items():
+            info.returns_raise = info.direct and info.raises and key not in closures
 
     def _bounded(self, info: FunctionInfo, note) -> tuple[int, int] | None:
         fn = info.fn

@@ -88,7 +88,9 @@ class FunctionCompiler:
         # With ml-batch-counts a caller counts its calls of direct code, once per block, unless an
         # ML raise may leave this function (ml-kinds' `raises`): then it counts each call just
         # before making it, so that such a raise has no counted call to take back (`settle`).
-        self.batch = analysis.batch_counts and not info.raises
+        # Code that counts nothing (`Annotations.counts` false) batches everywhere: no count
+        # to take back.
+        self.batch = analysis.batch_counts and (not info.raises or not analysis.counts)
         self.fn = info.fn
         self.out = Emitter(depth=1)
         self.names: dict[str, str] = root.names if root is not None else {}
@@ -104,6 +106,7 @@ class FunctionCompiler:
         # compiler of its function, which emits it after the function.
         self.root = root if root is not None else self
         self.helpers: list[str] = []
+        self.trys: list[_Try] = []  # the `try` bodies open around the code being emitted
 
     @property
     def py_name(self) -> str:
@@ -113,6 +116,10 @@ class FunctionCompiler:
     def tick(self) -> str:
         """Count one reduction made here (a call, a loop's round); check the limits now and then."""
         return TICK if self.a.poll else "calls[0] += 1"
+
+    def emit_tick(self) -> None:
+        if self.a.counts:
+            self.out.emit(self.tick)
 
     def local(self, name: str) -> str:
         py = self.names.get(name)
@@ -142,7 +149,7 @@ class FunctionCompiler:
         if self.mode in ("direct", "bounded"):
             if not self.a.batch_counts:
                 # a call counts as a reduction (each further iteration of its loop too)
-                out.emit(self.tick)
+                self.emit_tick()
             self.traced(self.local_params())
         if self.info.loop:
             out.emit("while True:")
@@ -163,7 +170,7 @@ class FunctionCompiler:
         calls before it) counts any: its body is a region, so that an ML exception that leaves
         it takes back the calls its blocks counted and never made (`settle`, pam/ml/loader.py,
         where the exception is caught: nothing is added to the path that does not raise)."""
-        if self.a.marks.calls == first:
+        if self.a.marks.calls == first or not self.a.counts:
             return
         region = self.a.marks.region(name)
         self.out.lines = [f"{REGION}r{region}", *self.out.lines, f"{REGION}q{region}"]
@@ -233,7 +240,7 @@ class FunctionCompiler:
         params = [self.local(p) for p in self.fn.params]
         if params:
             self.out.emit(f"{', '.join(params)}, = {r}.args")
-        self.out.emit(self.tick)
+        self.emit_tick()
         self.traced(self.local_params())
         self.out.emit("continue")
         self.out.depth -= 1
@@ -260,7 +267,8 @@ class FunctionCompiler:
         elif isinstance(e, ir.Switch):
             self.switch(e, self.ret)
         elif isinstance(e, ir.Raise):
-            out.emit(f"raise {self.expr(e.exn)}")
+            exn = self.expr(e.exn)
+            out.emit(f"return Raised({exn})" if self.returns_raise else f"raise {exn}")
         elif isinstance(e, ir.Handle):
             self.handle(e, None)
         elif isinstance(e, ir.CallKnown):
@@ -276,10 +284,13 @@ class FunctionCompiler:
                 if self.batch:  # the iteration counts with its block, made here
                     out.emit(self.counted(self.count_call(False), "continue"))
                 else:
-                    out.emit(self.tick)
+                    self.emit_tick()
                     out.emit("continue")
             else:
-                out.emit(f"return {self.call_text(callee, args)[1]}")
+                kind, call = self.call_text(callee, args)
+                if kind == "raised" and not self.returns_raise:
+                    call = self.unraised(call)
+                out.emit(f"return {call}")
         elif isinstance(e, ir.Apply) and self.mode == "gen":
             f, x = self.exprs((e.fn, e.arg), atomic=True)
             self.fresh = False
@@ -296,6 +307,38 @@ class FunctionCompiler:
         if len(self.out.lines) == n:
             self.out.emit("pass")
         self.out.depth -= 1
+
+    # ---- raises returned (FunctionInfo.returns_raise) -----------------------------------------
+    @property
+    def returns_raise(self) -> bool:
+        """Whether an ML raise leaving this code is returned (a `Raised`), not raised: in the
+        twins of a function that returns its raises, outside any `try` of theirs (a helper's
+        result goes back into its function's code, which does not test it)."""
+        return (self.info.returns_raise and self.mode in ("direct", "bounded") and self.root is self
+                and not self.handlers)
+
+    def unraised(self, call: str) -> str:
+        """The value of `call`, a call that may give a `Raised`: one is handed on, returned by
+        code that returns its raises, raised by other code (in a `try` here, its handler runs)."""
+        out = self.out
+        tmp = out.temp()
+        out.emit(f"{tmp} = {call}")
+        body = self.trys[-1] if self.handlers else None
+        if body is not None and out.depth == body.depth and out.depth < MAX_DEPTH:
+            # at the top level of a `try` body here: its handler gets the packet, and the rest
+            # of the body goes in an `else` (closed by `end_try`)
+            out.emit(f"if {tmp}.__class__ is Raised: {body.caught} = {tmp}.packet")
+            out.emit("else:")
+            out.depth += 1
+            body.depth += 1
+            return tmp
+        hand_on = f"return {tmp}" if self.returns_raise else f"raise {tmp}.packet"
+        out.emit(f"if {tmp}.__class__ is Raised: {hand_on}")
+        return tmp
+
+    def end_try(self, body: _Try) -> None:
+        """The end of a `try` body: close the `else` blocks that `unraised` opened in it."""
+        self.out.depth -= body.depth - body.opened
 
     # ---- batched call counts (ml-batch-counts) ------------------------------------------------
     def open_count(self) -> None:
@@ -317,15 +360,17 @@ class FunctionCompiler:
         if c.deeper and c.restart:
             params = ", ".join(self.local(p) for p in self.fn.params)
             lines.append(f"if not d: return {heap_call(f'{self.info.py}({params})', 0, f'{DEPTH} - d', self.a.trace)}")
-        lines.append(f"{REGION}b{c.id}")
-        lines.append(f"calls[0] += {c.calls}")
-        if self.a.poll:
-            lines.append(f"if calls[0] > {POLL}: tick()")
+        if self.a.counts:
+            lines.append(f"{REGION}b{c.id}")
+            lines.append(f"calls[0] += {c.calls}")
+            if self.a.poll:
+                lines.append(f"if calls[0] > {POLL}: tick()")
         if c.deeper:
             lines.append("dd = d - 1")
         # inner blocks inserted their lines after `c.at`, so it still marks this block's start
         self.out.lines[c.at:c.at] = ["    " * c.depth + line for line in lines]
-        self.out.lines.append(f"{REGION}e{c.id}")
+        if self.a.counts:
+            self.out.lines.append(f"{REGION}e{c.id}")
 
     def count_call(self, deeper: bool) -> _Count:
         """A call of direct code in the current block; `deeper`: one frame deeper (`dd`)."""
@@ -340,6 +385,8 @@ class FunctionCompiler:
         just before it is made, its result named."""
         if self.batch:
             return self.counted(self.count_call(deeper), call)
+        if not self.a.counts:
+            return call
         self.out.emit(self.tick)
         tmp = self.out.temp()
         self.out.emit(f"{tmp} = {call}")
@@ -348,6 +395,8 @@ class FunctionCompiler:
     def counted(self, c: _Count, call: str) -> str:
         """The text of a call counted with block `c`, marked so that `generate` finds where it
         ends in the final source (`unrun` tells from that which counted calls were not made)."""
+        if not self.a.counts:
+            return call
         return f"{CALL}{self.a.marks.call(c.id)}{OPEN}{call}{CLOSE}"
 
     # ---- statements ---------------------------------------------------------------------------
@@ -383,7 +432,7 @@ class FunctionCompiler:
         out.emit("while True:")
         out.depth += 1
         self.blocks += 1
-        out.emit(self.tick)
+        self.emit_tick()
         self.traced("None")
         self.open_count()
         c = self.expr(e.cond)
@@ -440,18 +489,23 @@ class FunctionCompiler:
         if target is not None:
             out.emit(f"{caught} = None")
         out.emit("try:")
-        region = self.a.marks.region()
-        out.emit(f"{REGION}r{region}")
+        region = self.a.marks.region() if self.a.counts else 0
+        if region:
+            out.emit(f"{REGION}r{region}")
+        body = _Try(out.depth + 1, caught)
+        self.trys.append(body)
         if target is None:
             result = out.temp()
-            self.block(lambda: (self.assign(e.body, result), out.emit(f"return {result}")))
+            self.block(lambda: (self.assign(e.body, result), out.emit(f"return {result}"), self.end_try(body)))
         else:
-            self.block(lambda: self.assign(e.body, target))
-        out.emit(f"{REGION}q{region}")
+            self.block(lambda: (self.assign(e.body, target), self.end_try(body)))
+        self.trys.pop()
+        if region:
+            out.emit(f"{REGION}q{region}")
         self.handlers -= 1
         out.emit("except Packet as _p:")
         out.depth += 1
-        if self.a.batch_counts:  # calls counted and not made, in this try and below it
+        if self.a.batch_counts and region:  # calls counted and not made, in this try and below it
             out.emit("if _p.ml: _p.__traceback__ = None")  # an ML raise left no such call
             out.emit(f"else: settle(_p, R{region})")
         else:
@@ -558,14 +612,14 @@ class FunctionCompiler:
         out = self.out
         results: list[str] = []
         for x in items:
-            mark = len(out.lines)
+            mark, depth = len(out.lines), out.depth  # `unraised` may nest what follows deeper
             r = self.expr(x)
             if len(out.lines) != mark:
                 # statements were emitted: earlier non-atomic results must be computed first
                 for j, prev in enumerate(results):
                     if not _atomic(prev):
                         tmp = out.temp()
-                        out.insert(mark, f"{tmp} = {prev}")
+                        out.insert(mark, f"{tmp} = {prev}", depth)
                         mark += 1
                         results[j] = tmp
             if atomic and not _atomic(r):
@@ -643,6 +697,8 @@ class FunctionCompiler:
             kind, call = self.call_text(callee, self.exprs(e.args))
             if kind == "value":
                 return call
+            if kind == "raised":
+                return self.unraised(call)
             tmp = out.temp()
             out.emit(f"{tmp} = yield {call}")
             return tmp
@@ -684,8 +740,14 @@ class FunctionCompiler:
         return tmp
 
     def call_text(self, callee: FunctionInfo, args: list[str]) -> tuple[str, str]:
-        """How this function calls `callee`: ("value", a call giving the result) or ("gen", a
-        call giving the generator to yield or return). Direct code calls direct functions with
+        """How this function calls `callee`: ("value", a call giving the result), ("raised", a
+        call of a twin that returns its raises, giving the result or a `Raised`) or ("gen", a
+        call giving the generator to yield or return)."""
+        kind, call = self._call_text(callee, args)
+        return ("raised" if kind == "value" and callee.returns_raise else kind), call
+
+    def _call_text(self, callee: FunctionInfo, args: list[str]) -> tuple[str, str]:
+        """How this function calls `callee` (`call_text`). Direct code calls direct functions with
         Python recursion up to DEPTH, then runs the rest on a heap stack (`nested`); generator
         code outside the direct set enters it at depth 0. Inside the direct set, generators
         call each other by yielding, so Python's stack stays bounded."""
@@ -738,7 +800,7 @@ class FunctionCompiler:
         out = self.out
         call = f"{f}.fn(*{f}.env, {x})"
         twin = f"{f}.d(%s, *{f}.env, {x})"
-        count = ["calls[0] += 1", *([f"if calls[0] > {POLL}: tick()"] if self.a.poll else [])]
+        count = ["calls[0] += 1", *([f"if calls[0] > {POLL}: tick()"] if self.a.poll else [])] if self.a.counts else []
         if self.mode == "direct":
             out.emit(f"if {f}.d is None: {tmp} = {call}")
             if self.a.batch_counts:
@@ -932,6 +994,18 @@ def _strip_calls(raw: str, line: int, marks: Marks, ends: dict) -> str:
     return "".join(out)
 
 
+class _Try:
+    """A `try` body being emitted (a handler's): the depth its statements are at now (`unraised`
+    nests the rest of the body in an `else` after each call that may give a `Raised`), the
+    depth it opened at, and the variable its handler reads the packet from."""
+
+    __slots__ = ("depth", "opened", "caught")
+
+    def __init__(self, depth: int, caught: str):
+        self.depth = self.opened = depth
+        self.caught = caught
+
+
 class _Count:
     """A block of code being emitted, with batched counts: where its count goes (line, depth),
     the calls of direct code counted in it, whether one is a frame deeper (needs `dd`), and
@@ -976,15 +1050,21 @@ def heap_entry(info: FunctionInfo, trace: bool) -> str:
     return f"def {info.py}_n(d, {params}):\n{report}    return {call}"
 
 
-def generate(module: ir.Module, poll: bool = True, trace: bool = False) -> tuple[str, Annotations, dict]:
+def generate(module: ir.Module, poll: bool = True, trace: bool = False,
+             counts: bool = True) -> tuple[str, Annotations, dict]:
     """The Python source of every function of `module`, its analysis and its constants.
     Without `poll` (a run with no --timeout or --max-steps), batched counts (ml-batch-counts)
-    are not checked against the limits. With `trace`, the traced mode: each reduction made
+    are not checked against the limits. Without `counts` (a run that neither reports nor
+    limits reductions: `Annotations.counts`), direct code and loops count nothing, so neither
+    poll nor trace may be asked for. With `trace`, the traced mode: each reduction made
     inside compiled code also calls `rw` (pam/ml/tracing.py) where it is made; the counts, and
     so the schedule, are the untraced code's (no depth-bounded copies, whose depth the events
     could not tell, but they count as their direct twins do)."""
     analysis = Annotations(module)
+    if not counts and (poll or trace):
+        raise ValueError("code that counts no reductions can neither poll the limits nor trace")
     analysis.poll = poll
+    analysis.counts = counts
     analysis.marks = Marks()
     if trace:
         analysis.trace = True

@@ -17,7 +17,7 @@ from pam.ml.codegen import FUNCTION_REGIONS, Region
 from pam.ml.profile_names import code_names
 from pam.ml.task import INNER, STARTED, MLTask, MLTaskKind, make_nested, make_step
 from pam.ml.tracing import MLTrace
-from pam.ml.values import BASIS_EXCEPTIONS, DIV, OVERFLOW, Closure, ExnCon, Packet
+from pam.ml.values import BASIS_EXCEPTIONS, DIV, OVERFLOW, Closure, ExnCon, Packet, Raised
 
 
 class MLRuntime:
@@ -34,19 +34,22 @@ class MLRuntime:
     def __init__(self, module: ir.Module, tracing: bool = False):
         self.module = module
         self.tracing = tracing
-        # By `poll`: (source, analysis, constants, code). Made when a run first needs it: a run
-        # with no limits compiles only the code without limit checks (compiling both was 0.07 s
-        # of knuth_bendix's start-up).
-        self.built: dict[bool, tuple] = {}
+        # By (poll, counts): (source, analysis, constants, code). Made when a run first needs
+        # it: a run with no limits compiles only the code without limit checks (compiling both
+        # was 0.07 s of knuth_bendix's start-up), one that observes no reductions only the code
+        # that counts none.
+        self.built: dict[tuple[bool, bool], tuple] = {}
         self.places: dict[int, MLPlace] = {}  # by PE number
 
-    def build(self, poll: bool = True) -> tuple:
-        """(source, analysis, constants, code) of the module's code, with or without limit checks."""
-        if poll not in self.built:
-            source, analysis, constants = codegen.generate(self.module, poll=poll, trace=self.tracing)
-            self.built[poll] = source, analysis, constants, compile(source, "<hpgrem ml>", "exec")
+    def build(self, poll: bool = True, counts: bool = True) -> tuple:
+        """(source, analysis, constants, code) of the module's code, with or without limit
+        checks, counting reductions or not (codegen.generate)."""
+        key = poll, counts
+        if key not in self.built:
+            source, analysis, constants = codegen.generate(self.module, poll=poll, trace=self.tracing, counts=counts)
+            self.built[key] = source, analysis, constants, compile(source, "<hpgrem ml>", "exec")
             register_code("<hpgrem ml>", code_names, analysis)  # names for --profile (pam/profile.py)
-        return self.built[poll]
+        return self.built[key]
 
     @property
     def source(self) -> str:
@@ -61,16 +64,19 @@ class MLRuntime:
         """Execute the code for `pe`; returns {"ml": the step of ML tasks} and keeps the namespace."""
         from pam.ml import basis
 
-        # A run with no limit gets code whose counts need no look at the clock.
-        _, analysis, constants, code = self.build(poll=timeout is not None or pe.max_steps is not None)
+        # A run with no limit gets code whose counts need no look at the clock, and one that
+        # observes no reductions (PE.counts_reductions) code that counts none.
+        poll = timeout is not None or pe.max_steps is not None
+        counts = poll or self.tracing or pe.counts_reductions
+        _, analysis, constants, code = self.build(poll=poll, counts=counts)
         calls, banked = [0], [0]
         regions: dict[int, Region] = {}  # filled once the code is executed
-        settle = make_settle(calls, regions)
+        settle = make_settle(calls, regions) if counts else drop_traceback
         tick = _ticker(pe, calls, banked, timeout)
         trace = MLTrace(pe.tracer, analysis.info) if self.tracing and pe.tracer is not None else None
         ns: dict = {
             "calls": calls, "nested": make_nested(calls, tick, settle, trace), "tick": tick, "Again": Again,
-            "Packet": Packet, "ExnCon": ExnCon, "Closure": Closure,
+            "Packet": Packet, "ExnCon": ExnCon, "Closure": Closure, "Raised": Raised,
             "G": [None] * len(analysis.globals),
             "ovf": _overflow, "idiv": _idiv, "imod": _imod, "rdiv": _rdiv, "assign": _assign,
             "before": _before, "eq": basis.ml_equal, "out": _printer(pe.output),
@@ -166,6 +172,11 @@ class MLPlace:
 
 def _untraced(index: int, place: int, values) -> None:
     """`rw` of traced code loaded on a PE that has no tracer: nothing to report."""
+
+
+def drop_traceback(exc: BaseException, here: Region | None = None) -> None:
+    """`settle` of code that counts no reductions: nothing to take back."""
+    exc.__traceback__ = None
 
 
 def make_settle(calls: list, regions: dict[int, Region]):

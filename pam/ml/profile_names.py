@@ -60,5 +60,6 @@ def basis_functions() -> dict:
             out.setdefault(fn.__code__, Where(f"(basis: {name})", kind="basis"))
     out[loader._printer(None).__code__] = machine("output")
     out[loader.make_settle([0], {}).__code__] = machine("exceptions")
+    out[loader.drop_traceback.__code__] = machine("exceptions")
     out[loader._ticker(None, [0], [0], None).__code__] = machine("limits")
     return out

@@ -80,6 +80,19 @@ class Packet(Exception):
         return f"Packet({self.con.name}, {self.arg!r})"
 
 
+class Raised:
+    """What the twin of a function that returns its raises (FunctionInfo.returns_raise,
+    pam/ml/codegen.py) returns for an ML raise that leaves it: its caller, generated code,
+    tests for it after the call. A raise returned this way costs a return and a test; raised as
+    a Python exception it cost about four times that, most of it making and freeing the frame
+    objects of its traceback."""
+
+    __slots__ = ("packet",)
+
+    def __init__(self, packet: Packet) -> None:
+        self.packet = packet
+
+
 BASIS_EXCEPTIONS: dict[str, ExnCon] = {name: ExnCon(name, name == "Fail", name) for name in ML_BASIS_EXCEPTIONS}
 _BY_UID: dict = dict(BASIS_EXCEPTIONS)
 
