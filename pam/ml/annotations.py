@@ -33,8 +33,9 @@ class FunctionInfo:
         # a direct function that calls only itself and plain functions, with that argument
         # decreasing (ml-ranges' `depth`); such calls run in a copy `_b` without depth test.
         self.bounded: tuple[int, int] | None = None
-        # Its twins (`_d`, `_b`) return an ML raise that leaves them as a `Raised` instead of
-        # raising it (Annotations): a direct function that may raise, called only by name.
+        # Its twins (`_d`, `_b`), or a plain function itself, return an ML raise that leaves
+        # them as a `Raised` instead of raising it (Annotations): a direct or plain function
+        # that may raise, called only by name.
         self.returns_raise = False
 
 
@@ -79,7 +80,7 @@ class Annotations:
         closures = {x.function for fn in module.rules.values() for x in ir.walk(fn.body)
                     if isinstance(x, ir.MakeClosure)}
         for key, info in self.info.items():
-            info.returns_raise = info.direct and info.raises and key not in closures
+            info.returns_raise = (info.direct or not info.gen) and info.raises and key not in closures
 
     def _bounded(self, info: FunctionInfo, note) -> tuple[int, int] | None:
         fn = info.fn

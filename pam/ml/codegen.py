@@ -46,8 +46,11 @@ MANY_CASES = 64  # a switch of more constant cases goes through a table (table_s
 CALL, OPEN, CLOSE, REGION = "\x01", "\x02", "\x03", "\x04"
 FUNCTION_REGIONS = "FUNCTION_REGIONS"  # the module's constant: Python function -> its body's Region
 
-# Inline templates of primitives of two arguments, by op; `{t}` is a fresh temporary.
-_CHECKED = "({t} if -4611686018427387904 <= ({t} := {a} {o} {b}) <= 4611686018427387903 else ovf())"
+# Inline templates of primitives of two arguments, by op; `{t}` is a fresh temporary. A result
+# within 30 bits is tested first: CPython compares such ints inline (specialized), while a
+# comparison with a 63-bit bound goes through the generic one (fib: 1.38x -> 1.22x CPython).
+_CHECKED = ("({t} if ({t} := {a} {o} {b}) <= 1073741823 and {t} >= -1073741823"
+            " or -4611686018427387904 <= {t} <= 4611686018427387903 else ovf())")
 # The same with only the checks the ml-ranges pass found needed (hpgrem/passes/ml_ranges.py).
 _NARROWED = {"lo": "({t} if ({t} := {a} {o} {b}) >= -4611686018427387904 else ovf())",
              "hi": "({t} if ({t} := {a} {o} {b}) <= 4611686018427387903 else ovf())",
@@ -314,7 +317,7 @@ class FunctionCompiler:
         """Whether an ML raise leaving this code is returned (a `Raised`), not raised: in the
         twins of a function that returns its raises, outside any `try` of theirs (a helper's
         result goes back into its function's code, which does not test it)."""
-        return (self.info.returns_raise and self.mode in ("direct", "bounded") and self.root is self
+        return (self.info.returns_raise and self.mode in ("direct", "bounded", "plain") and self.root is self
                 and not self.handlers)
 
     def unraised(self, call: str) -> str:
