@@ -269,9 +269,13 @@ class FunctionCompiler:
             self.ret(e.exprs[-1])
         elif isinstance(e, ir.Switch):
             self.switch(e, self.ret)
+        elif isinstance(e, ir.Raise) and self.returns_raise:
+            if isinstance(e.exn, ir.Packet) and e.exn.arg is None:  # its one Raised
+                out.emit(f"return {self.expr(e.exn.con)}.raised")
+            else:
+                out.emit(f"return Raised({self.expr(e.exn)})")
         elif isinstance(e, ir.Raise):
-            exn = self.expr(e.exn)
-            out.emit(f"return Raised({exn})" if self.returns_raise else f"raise {exn}")
+            out.emit(f"raise {self.expr(e.exn)}")
         elif isinstance(e, ir.Handle):
             self.handle(e, None)
         elif isinstance(e, ir.CallKnown):

@@ -38,7 +38,7 @@ class ExnCon:
     """An exception constructor. Identity is what matters: SML exceptions are generative, so a
     declaration evaluated twice makes two different constructors with the same name."""
 
-    __slots__ = ("name", "has_arg", "uid", "packet")
+    __slots__ = ("name", "has_arg", "uid", "packet", "raised")
 
     def __init__(self, name: str, has_arg: bool = False, uid=None) -> None:
         self.name = name
@@ -47,6 +47,7 @@ class ExnCon:
         # A constructor without argument has one packet, which ML code raises every time
         # (exception values have no identity in ML; a fresh one per raise cost 0.4 us).
         self.packet = None if has_arg else Packet(self, None, True)
+        self.raised = None if has_arg else Raised(self.packet)  # and it, returned (codegen)
 
     def global_uid(self):
         """A name for this constructor that is the same on every PE (given when it first
