@@ -52,8 +52,8 @@ FUNCTION_REGIONS = "FUNCTION_REGIONS"  # the module's constant: Python function 
 _CHECKED = ("({t} if ({t} := {a} {o} {b}) <= 1073741823 and {t} >= -1073741823"
             " or -4611686018427387904 <= {t} <= 4611686018427387903 else ovf())")
 # The same with only the checks the ml-ranges pass found needed (hpgrem/passes/ml_ranges.py).
-_NARROWED = {"lo": "({t} if ({t} := {a} {o} {b}) >= -4611686018427387904 else ovf())",
-             "hi": "({t} if ({t} := {a} {o} {b}) <= 4611686018427387903 else ovf())",
+_NARROWED = {"lo": "({t} if ({t} := {a} {o} {b}) >= -1073741823 or {t} >= -4611686018427387904 else ovf())",
+             "hi": "({t} if ({t} := {a} {o} {b}) <= 1073741823 or {t} <= 4611686018427387903 else ovf())",
              "": "({a} {o} {b})"}
 _UNCHECKED_UNARY = {"int.~": "(-{a})", "int.abs": "abs({a})"}
 BINARY = {
