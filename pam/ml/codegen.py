@@ -361,13 +361,13 @@ class FunctionCompiler:
         if not self.batch:
             return
         c = self.counts.pop()
-        if not c.calls:
+        if not c.calls and not c.deeper:  # (deeper without calls: inner blocks' calls use `dd`)
             return
         lines = []
         if c.deeper and c.restart:
             params = ", ".join(self.local(p) for p in self.fn.params)
             lines.append(f"if not d: return {heap_call(f'{self.info.py}({params})', 0, f'{DEPTH} - d', self.a.trace)}")
-        if self.a.counts:
+        if self.a.counts and c.calls:
             lines.append(f"{REGION}b{c.id}")
             lines.append(f"calls[0] += {c.calls}")
             if self.a.poll:
@@ -376,7 +376,7 @@ class FunctionCompiler:
             lines.append("dd = d - 1")
         # inner blocks inserted their lines after `c.at`, so it still marks this block's start
         self.out.lines[c.at:c.at] = ["    " * c.depth + line for line in lines]
-        if self.a.counts:
+        if self.a.counts and c.calls:
             self.out.lines.append(f"{REGION}e{c.id}")
 
     def count_call(self, deeper: bool) -> _Count:
@@ -780,8 +780,12 @@ class FunctionCompiler:
             # `d` counts down the Python frames left (`dd` is d - 1, set with the block's count);
             # at 0 the twin runs on a heap stack. The call is counted with its block's others.
             if self.mode == "direct":
-                if self.batch and self.counts[-1].restart:  # `d` was tested at the block's start
-                    return "value", self.count(f"{callee.py}_d(dd, {text})", True)
+                tested = next((c for c in reversed(self.counts) if c.restart), None) if self.batch else None
+                if tested is not None:
+                    # `d` is tested (and `dd` set) at the start of this block or of one around
+                    # it: d is a parameter, so it holds in every block inside
+                    tested.deeper = True
+                    return "value", self.count(f"{callee.py}_d(dd, {text})")
                 dd = "dd" if self.batch else "d - 1"  # unbatched: no block sets `dd`
                 return "value", self.count(f"({callee.py}_d if d else {callee.py}_n)({dd}, {text})", True)
             if not self.info.direct:
