@@ -141,3 +141,47 @@ def test_overflow_checks_past_thirty_bits(a, op, b, out):
     machine, stream = _machine(text.replace("(-", "(~"), count_reductions=False)
     machine.run()
     assert stream.getvalue() == out + "\n"
+
+
+FIB = "fun fib n = if n < 2 then n else fib (n - 1) + fib (n - 2)\n"
+
+
+def _info(machine, name: str):
+    return next(i for k, i in machine.runtime.analysis.info.items() if k.startswith(name + "@"))
+
+
+def test_a_bounded_sum_of_its_own_results_is_checked_once_by_its_caller():
+    machine, out = _machine(FIB + 'val _ = print (Int.toString (fib 20) ^ "\\n")\n', count_reductions=False)
+    machine.run()
+    assert out.getvalue() == "6765\n"
+    fib = _info(machine, "fib")
+    assert fib.checks_once
+    source = machine.runtime.built[(False, False)][0]
+    bounded = source.split(f"def {fib.py}_b(", 1)[1].split("\ndef ", 1)[0]
+    assert "ovf()" not in bounded
+    direct = source.split(f"def {fib.py}_d(", 1)[1].split("\ndef ", 1)[0]
+    assert "ovf()" in direct  # past the bound the twin checks each sum
+
+
+@pytest.mark.parametrize("text, checked_once, out", [
+    # the sums overflow deep inside: the result, larger still, is found out where it leaves
+    ("fun f n = if n < 2 then 4611686018427387000 + n else f (n - 1) + f (n - 2)\n"
+     "val _ = print ((Int.toString (f 5) handle Overflow => \"Overflow\") ^ \"\\n\")\n", True, "Overflow"),
+    ("fun f n = if n < 2 then 1125899906842624 else f (n - 1) + f (n - 2)\n"
+     "val _ = print ((Int.toString (f 20) handle Overflow => \"Overflow\") ^ \"\\n\")\n", True, "Overflow"),
+    ("fun f n = if n < 2 then 1125899906842624 else f (n - 1) + f (n - 2)\n"
+     "val _ = print ((Int.toString (f 3) handle Overflow => \"Overflow\") ^ \"\\n\")\n", True, "3377699720527872"),
+    # a sum that a later subtraction would bring back in range: each is checked where it is made
+    ("fun g n = if n < 2 then 4611686018427387903 else (g (n - 1) + g (n - 2)) - 4611686018427387903\n"
+     "val _ = print ((Int.toString (g 3) handle Overflow => \"Overflow\") ^ \"\\n\")\n", False, "Overflow"),
+    # a result compared inside: checked where it is made
+    ("fun h n = if n < 2 then 4611686018427387903 else if h (n - 1) + h (n - 2) > 0 then 1 else 0\n"
+     "val _ = print ((Int.toString (h 3) handle Overflow => \"Overflow\") ^ \"\\n\")\n", False, "Overflow"),
+])
+def test_sums_checked_once_overflow_as_ml_says(text, checked_once, out):
+    for counts in (False, True):
+        machine, stream = _machine(text, count_reductions=counts)
+        machine.run()
+        assert stream.getvalue() == out + "\n"
+        name = text.split()[1]
+        assert _info(machine, name).checks_once == checked_once

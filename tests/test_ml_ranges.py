@@ -62,7 +62,7 @@ def test_fib25_parameter_and_result_leave_only_the_upward_check(passes):
     assert r.params[key] == [(0, 25)]  # fib 25, and n - 1, n - 2 where n >= 2
     assert r.results[key] == (0, MAX)  # n in [0, 1], or a sum of two results
     # before: ("lohi", "", ""); the sum of two results >= 0 can only overflow upwards
-    assert overflow_note(module, key) == ("hi", "", "")
+    assert overflow_note(module, key) == ("hi0", "", "")
 
 
 def test_a_function_made_into_a_closure_keeps_unknown_arguments():
@@ -129,7 +129,7 @@ def test_a_moving_bound_is_widened_and_the_fixpoint_ends():
     assert r.params[k] == [(0, 100), (0, MAX)]
     assert max(r.moves.values()) <= EXACT_MOVES + CONSTANT_MOVES + 1
     assert compile_source(text, "t.sml", passes=("ml-flatten", "ml-ranges")).annotation(
-        k, "ml-ranges.overflow")[1:] == ("", "hi", "hi")  # i - 1 with i in [1, 100]; acc * 3 + 1
+        k, "ml-ranges.overflow")[1:] == ("", "hi0", "hi")  # i - 1 with i in [1, 100]; acc * 3 + 1
 
 
 def test_a_wrong_fixpoint_is_not_used(monkeypatch):

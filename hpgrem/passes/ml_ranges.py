@@ -319,7 +319,10 @@ class _Intervals:
                 if args is None:
                     return EMPTY  # never computed: its checks stay
                 lo, hi = _exact(e.op, args)
-                self.checks[slot] = check_needed(lo, hi)
+                check = check_needed(lo, hi)
+                if check == "hi" and e.op == "int.+" and args[0][0] >= 0 and args[1][0] >= 0:
+                    check = "hi0"  # a sum of two non-negative ints: at least each of them
+                self.checks[slot] = check
                 lo, hi = max(lo, ir.INT_MIN), min(hi, ir.INT_MAX)
                 return (lo, hi) if lo <= hi else EMPTY  # it always overflows: no value
             args = self.values(e.args, env)

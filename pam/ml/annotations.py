@@ -19,7 +19,7 @@ class FunctionInfo:
     """How one function is compiled: its Python name and what the passes said of it."""
 
     __slots__ = ("key", "py", "gen", "pure", "loop", "fn", "direct", "bounded", "applies", "raises",
-                 "returns_raise")
+                 "returns_raise", "checks_once")
 
     def __init__(self, key: str, py: str, fn: ir.Function):
         self.key, self.py, self.fn = key, py, fn
@@ -37,6 +37,8 @@ class FunctionInfo:
         # them as a `Raised` instead of raising it (Annotations): a direct or plain function
         # that may raise, called only by name.
         self.returns_raise = False
+        # Its copy `_b` checks its result once, where the caller gets it (`checks_once`).
+        self.checks_once = False
 
 
 class Annotations:
@@ -75,6 +77,7 @@ class Annotations:
             self.overflow.update(overflow_checks(fn, module.annotation(key, "ml-ranges.overflow")))
         for key, info in self.info.items():
             info.bounded = self._bounded(info, module.annotation(key, "ml-ranges.depth"))
+            info.checks_once = checks_once(info, self.overflow)
         # A function made into a closure is also called by code that does not know it (the
         # basis's map, a closure's twin `d`): only functions called by name return their raises.
         closures = {x.function for fn in module.rules.values() for x in ir.walk(fn.body)
@@ -99,10 +102,50 @@ def overflow_checks(fn: ir.Function, note) -> dict[int, str]:
     node id; none when it was made for another body or is malformed (every check is kept)."""
     ops = [x for x in ir.walk_tree(fn.body) if isinstance(x, ir.Prim) and x.op in INT_ARITHMETIC]
     if not (isinstance(note, tuple) and len(note) == len(ops) + 1 and note[0] == fingerprint(fn.body)
-            and all(c in ("", "lo", "hi", "lohi") for c in note[1:])):
+            and all(c in ("", "lo", "hi", "hi0", "lohi") for c in note[1:])):
         return {}
     out: dict[int, str] = {}
     for x, c in zip(ops, note[1:]):
         # a node object met twice (a shared subtree) keeps the checks of both places
-        out[id(x)] = "".join(k for k in ("lo", "hi") if k in out.get(id(x), "") + c)
+        prev = out.get(id(x), c)
+        out[id(x)] = c if prev == c else "".join(k for k in ("lo", "hi") if k in prev + c)
     return out
+
+
+# What code whose result is checked once, where it leaves (`checks_once`), may hold: no effect,
+# no exception but Overflow, no call but of itself.
+_CHECKED_ONCE_OPS = frozenset({"int.<", "int.>", "int.<=", "int.>=", "=.simple", "<>.simple", "not"})
+
+
+def checks_once(info: FunctionInfo, overflow: dict[int, str]) -> bool:
+    """Whether the bounded copy `_b` of `info`'s function may skip the checks of its sums of two
+    non-negative ints ("hi0") and have its result checked once by its caller: every such sum and
+    every self call's result flows only into such sums or the function's result, and the body
+    does nothing else but compute (int tests, arithmetic, literals, locals, `if`, `let`, a
+    `case` on an int, calls of itself). Then a sum that overflowed leaves a result at least as
+    large, which the caller's check finds; the recursion in between, bounded by its decreasing
+    argument, ends, and nothing it does can be seen or raise anything else."""
+
+    def ok(e, flows: bool) -> bool:  # `flows`: e's value goes only into such a sum or the result
+        if isinstance(e, (ir.Lit, ir.Local)):
+            return True
+        if isinstance(e, ir.If):
+            return ok(e.cond, False) and ok(e.then, flows) and ok(e.else_, flows)
+        if isinstance(e, ir.Let):
+            return ok(e.value, False) and ok(e.body, flows)
+        if isinstance(e, ir.Switch):
+            return (e.test == ir.SwitchTest.INT and ok(e.subject, False)
+                    and all(type(k) is int and ok(body, flows) for k, body in e.cases)
+                    and (e.default is None or ok(e.default, flows)))
+        if isinstance(e, ir.CallKnown):
+            return flows and e.function == info.key and all(ok(a, False) for a in e.args)
+        if isinstance(e, ir.Prim) and e.op in INT_ARITHMETIC:
+            if overflow.get(id(e)) == "hi0":
+                return flows and all(ok(a, True) for a in e.args)
+            return all(ok(a, False) for a in e.args)
+        if isinstance(e, ir.Prim) and e.op in _CHECKED_ONCE_OPS:
+            return all(ok(a, False) for a in e.args)
+        return False
+
+    return (info.bounded is not None and any(overflow.get(id(x)) == "hi0" for x in ir.walk(info.fn.body))
+            and ok(info.fn.body, True))

@@ -49,8 +49,9 @@ FUNCTION_REGIONS = "FUNCTION_REGIONS"  # the module's constant: Python function 
 # Inline templates of primitives of two arguments, by op; `{t}` is a fresh temporary. A result
 # within 30 bits is tested first: CPython compares such ints inline (specialized), while a
 # comparison with a 63-bit bound goes through the generic one (fib: 1.38x -> 1.22x CPython).
-_CHECKED = ("({t} if ({t} := {a} {o} {b}) <= 1073741823 and {t} >= -1073741823"
-            " or -4611686018427387904 <= {t} <= 4611686018427387903 else ovf())")
+_IN_RANGE = ("({t} if ({t} := {x}) <= 1073741823 and {t} >= -1073741823"
+             " or -4611686018427387904 <= {t} <= 4611686018427387903 else ovf())")
+_CHECKED = _IN_RANGE.replace("{x}", "{a} {o} {b}")
 # The same with only the checks the ml-ranges pass found needed (hpgrem/passes/ml_ranges.py).
 _NARROWED = {"lo": "({t} if ({t} := {a} {o} {b}) >= -1073741823 or {t} >= -4611686018427387904 else ovf())",
              "hi": "({t} if ({t} := {a} {o} {b}) <= 1073741823 or {t} <= 4611686018427387903 else ovf())",
@@ -773,6 +774,8 @@ class FunctionCompiler:
             pos, limit = callee.bounded
             entry = f"{callee.py}_d({DEPTH if self.a.batch_counts else 0}, {text})"
             call = f"({callee.py}_b({text}) if {args[pos]} <= {limit} else {entry})"
+            if callee.checks_once:  # its result, checked here
+                call = _IN_RANGE.format(x=call, t=self.out.temp())
             if self.a.batch_counts:
                 call = self.count(call)
             return "value", call
@@ -849,6 +852,8 @@ class FunctionCompiler:
         if op not in BINARY and op not in UNARY or op in ("print", ":=", "ref"):
             self.fresh = False  # an effect, or a basis function: nothing is assumed of it
         checks = self.a.overflow.get(id(e), "lohi")
+        if checks == "hi0":  # a sum of non-negative ints: in a copy checked once, not here
+            checks = "" if self.mode == "bounded" and self.info.checks_once else "hi"
         if checks != "lohi" and op in ("int.+", "int.-", "int.*"):
             a, b = self.exprs(e.args)
             t = self.out.temp() if checks else ""
