@@ -13,6 +13,10 @@ Each HPGREM `Function` becomes one Python function (two for a direct one), by th
   that recurses in Python to depth DEPTH and then hands the rest to a heap-stack driver
   (`nested`); code outside the direct set calls the twin (see `call_text`).
 
+A direct or plain function that an ML raise may leave and that only generated code calls (never
+made into a closure) returns such a raise as a `Raised` (FunctionInfo.returns_raise); its
+callers test for one (`unraised`), so a raise caught a frame or two up costs no Python raise.
+
 Only thunks of `ForkJoin.par` the pass found *pure* may run as separate tasks, so effects keep
 program order. What the passes recorded is read in pam/ml/annotations.py; the shapes the ML
 passes ask for at -O2 (docs/passes.md) are chosen here.
