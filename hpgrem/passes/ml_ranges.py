@@ -43,7 +43,9 @@ the body no longer has that fingerprint (a later pass rewrote it) or the entry i
 And `ml-ranges.depth` = (fingerprint, argument position, L) when every call the function makes of itself
 passes that argument decreased by at least one (`n - 1`, `n - 2`) and only where it is at
 least L (`fib`: L = 2): a call with n then nests at most n - L + 2 frames deep, so the code
-generator may run a call with a small enough n in a copy without the depth test.
+generator may run a call with a small enough n in a copy without the depth test. And
+`ml-ranges.once` = fingerprint when that copy may leave its sums of non-negative ints ("hi0")
+unchecked and its caller check the result once (`checked_once`).
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ _NEGATE = {"int.<": "int.>=", "int.>=": "int.<", "int.>": "int.<=", "int.<=": "i
 class MLRanges:
     name: str = "ml-ranges"
     dialects: tuple[str, ...] = ("ml",)
-    records: tuple[str, ...] = ("overflow", "depth")
+    records: tuple[str, ...] = ("overflow", "depth", "once")
 
     def apply(self, module: ir.Module) -> ir.Module:
         notes = {}
@@ -88,9 +90,53 @@ class MLRanges:
             depth = intervals.depth_bound()
             if depth is not None:
                 note["depth"] = (fingerprint(fn.body), *depth)
+                if checked_once(fn, key, intervals.checks):
+                    note["once"] = fingerprint(fn.body)
             if note:
                 notes[key] = note
         return annotated(module, self, notes)
+
+
+# What a body whose result is checked once, where it leaves (`checked_once`), may hold besides
+# int arithmetic, literals, locals, `if`, `let`, a `case` on an int and calls of itself.
+_CHECKED_ONCE_OPS = frozenset({"int.<", "int.>", "int.<=", "int.>=", "=.simple", "<>.simple", "not"})
+
+
+def checked_once(fn: ir.Function, key: str, checks: list[str]) -> bool:
+    """Whether a copy of `fn` that its depth bound lets run without depth test may skip the
+    checks of its sums of two non-negative ints ("hi0") and have its result checked once by its
+    caller: every such sum and every self call's result flows only into such sums or the
+    function's result, and the body does nothing else but compute (int tests, arithmetic,
+    literals, locals, `if`, `let`, a `case` on an int, calls of itself). Then a sum that
+    overflowed leaves a result at least as large, which the caller's check finds; the recursion
+    in between, bounded by its decreasing argument, ends, and nothing it does can be seen or
+    raise anything else. `checks`: the body's checks in walk order (one per place)."""
+    check_of: dict[int, str] = {}
+    for x, c in zip([x for x in ir.walk_tree(fn.body) if isinstance(x, ir.Prim) and x.op in INT_ARITHMETIC], checks):
+        check_of[id(x)] = c if check_of.get(id(x), c) == c else "lohi"  # a node met twice: both places
+
+    def ok(e, flows: bool) -> bool:  # `flows`: e's value goes only into such a sum or the result
+        if isinstance(e, (ir.Lit, ir.Local)):
+            return True
+        if isinstance(e, ir.If):
+            return ok(e.cond, False) and ok(e.then, flows) and ok(e.else_, flows)
+        if isinstance(e, ir.Let):
+            return ok(e.value, False) and ok(e.body, flows)
+        if isinstance(e, ir.Switch):
+            return (e.test == ir.SwitchTest.INT and ok(e.subject, False)
+                    and all(type(k) is int and ok(body, flows) for k, body in e.cases)
+                    and (e.default is None or ok(e.default, flows)))
+        if isinstance(e, ir.CallKnown):
+            return flows and e.function == key and all(ok(a, False) for a in e.args)
+        if isinstance(e, ir.Prim) and e.op in INT_ARITHMETIC:
+            if check_of.get(id(e)) == "hi0":
+                return flows and all(ok(a, True) for a in e.args)
+            return all(ok(a, False) for a in e.args)
+        if isinstance(e, ir.Prim) and e.op in _CHECKED_ONCE_OPS:
+            return all(ok(a, False) for a in e.args)
+        return False
+
+    return "hi0" in check_of.values() and ok(fn.body, True)
 
 
 def check_needed(lo: int, hi: int) -> str:
@@ -306,11 +352,11 @@ class _Intervals:
         if kind is ir.Local:
             return env.get(e.name, FULL)
         if kind is ir.Part:
-            return EMPTY if self.value(e.value, env) is EMPTY else FULL
+            return EMPTY if _empty(self.value(e.value, env)) else FULL
         if kind is ir.Let:
             v = self.value(e.value, env)
             r = self.value(e.body, {**env, e.name: v} if v != FULL else env)
-            return EMPTY if v is EMPTY else r
+            return EMPTY if _empty(v) else r
         if kind is ir.Prim:
             if e.op in INT_ARITHMETIC:
                 slot = len(self.checks)
@@ -348,7 +394,7 @@ class _Intervals:
             c = self.value(e.cond, env)
             a = self._branch(e.then, _narrow(e.cond, True, env), env)
             b = self._branch(e.else_, _narrow(e.cond, False, env), env)
-            return EMPTY if c is EMPTY else _join(a, b)
+            return EMPTY if _empty(c) else _join(a, b)
         if kind is ir.Switch:
             return self._switch(e, env)
         if kind is ir.Raise:
@@ -366,7 +412,7 @@ class _Intervals:
     def values(self, es, env: dict) -> list[tuple[int, int]] | None:
         """The values of `es` in order; None when one of them has none (EMPTY)."""
         out = [self.value(x, env) for x in es]
-        return None if EMPTY in out else out
+        return None if any(_empty(r) for r in out) else out
 
     def _branch(self, e, narrowed: dict | None, env: dict) -> tuple[int, int]:
         """A branch's value; a branch never taken (`narrowed` None) has none, its checks are

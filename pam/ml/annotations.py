@@ -37,14 +37,15 @@ class FunctionInfo:
         # them as a `Raised` instead of raising it (Annotations): a direct or plain function
         # that may raise, called only by name.
         self.returns_raise = False
-        # Its copy `_b` checks its result once, where the caller gets it (`checks_once`).
+        # Its copy `_b` checks its result once, where the caller gets it (ml-ranges' `once`).
         self.checks_once = False
 
 
 class Annotations:
     """What the `ml-kinds` pass recorded (hpgrem/passes/ml_kinds.py): each function's kind,
     purity and loop, the globals' slots, the globals each function reads and the functions it
-    refers to. The machine reads these annotations and computes none of them."""
+    refers to. The machine reads these annotations and computes none of them (it only combines
+    them: which functions, made into no closure, return their raises)."""
 
     def __init__(self, module: ir.Module):
         self.info: dict[str, FunctionInfo] = {}
@@ -75,14 +76,15 @@ class Annotations:
         self.trace = False  # the traced mode: reductions inside compiled code are reported (`generate`)
         for key, fn in module.rules.items():
             self.overflow.update(overflow_checks(fn, module.annotation(key, "ml-ranges.overflow")))
-        for key, info in self.info.items():
-            info.bounded = self._bounded(info, module.annotation(key, "ml-ranges.depth"))
-            info.checks_once = checks_once(info, self.overflow)
         # A function made into a closure is also called by code that does not know it (the
         # basis's map, a closure's twin `d`): only functions called by name return their raises.
         closures = {x.function for fn in module.rules.values() for x in ir.walk(fn.body)
                     if isinstance(x, ir.MakeClosure)}
         for key, info in self.info.items():
+            info.bounded = self._bounded(info, module.annotation(key, "ml-ranges.depth"))
+            # ml-ranges' `once`: the bounded copy's result is checked by its caller
+            info.checks_once = (info.bounded is not None
+                                and module.annotation(key, "ml-ranges.once") == fingerprint(info.fn.body))
             info.returns_raise = (info.direct or not info.gen) and info.raises and key not in closures
 
     def _bounded(self, info: FunctionInfo, note) -> tuple[int, int] | None:
@@ -111,41 +113,3 @@ def overflow_checks(fn: ir.Function, note) -> dict[int, str]:
         out[id(x)] = c if prev == c else "".join(k for k in ("lo", "hi") if k in prev + c)
     return out
 
-
-# What code whose result is checked once, where it leaves (`checks_once`), may hold: no effect,
-# no exception but Overflow, no call but of itself.
-_CHECKED_ONCE_OPS = frozenset({"int.<", "int.>", "int.<=", "int.>=", "=.simple", "<>.simple", "not"})
-
-
-def checks_once(info: FunctionInfo, overflow: dict[int, str]) -> bool:
-    """Whether the bounded copy `_b` of `info`'s function may skip the checks of its sums of two
-    non-negative ints ("hi0") and have its result checked once by its caller: every such sum and
-    every self call's result flows only into such sums or the function's result, and the body
-    does nothing else but compute (int tests, arithmetic, literals, locals, `if`, `let`, a
-    `case` on an int, calls of itself). Then a sum that overflowed leaves a result at least as
-    large, which the caller's check finds; the recursion in between, bounded by its decreasing
-    argument, ends, and nothing it does can be seen or raise anything else."""
-
-    def ok(e, flows: bool) -> bool:  # `flows`: e's value goes only into such a sum or the result
-        if isinstance(e, (ir.Lit, ir.Local)):
-            return True
-        if isinstance(e, ir.If):
-            return ok(e.cond, False) and ok(e.then, flows) and ok(e.else_, flows)
-        if isinstance(e, ir.Let):
-            return ok(e.value, False) and ok(e.body, flows)
-        if isinstance(e, ir.Switch):
-            return (e.test == ir.SwitchTest.INT and ok(e.subject, False)
-                    and all(type(k) is int and ok(body, flows) for k, body in e.cases)
-                    and (e.default is None or ok(e.default, flows)))
-        if isinstance(e, ir.CallKnown):
-            return flows and e.function == info.key and all(ok(a, False) for a in e.args)
-        if isinstance(e, ir.Prim) and e.op in INT_ARITHMETIC:
-            if overflow.get(id(e)) == "hi0":
-                return flows and all(ok(a, True) for a in e.args)
-            return all(ok(a, False) for a in e.args)
-        if isinstance(e, ir.Prim) and e.op in _CHECKED_ONCE_OPS:
-            return all(ok(a, False) for a in e.args)
-        return False
-
-    return (info.bounded is not None and any(overflow.get(id(x)) == "hi0" for x in ir.walk(info.fn.body))
-            and ok(info.fn.body, True))

@@ -104,7 +104,6 @@ class FunctionCompiler:
         self.names: dict[str, str] = root.names if root is not None else {}
         self.constants = constants
         self.blocks = 0  # try and while blocks open around the code being emitted
-        self.handlers = 0  # try blocks open around it
         # With batched counts: per open block, a `_Count` (`open_count`, `close_count`).
         self.counts: list[_Count] = []
         # Nothing emitted so far could do anything twice if the function ran again from its
@@ -114,7 +113,7 @@ class FunctionCompiler:
         # compiler of its function, which emits it after the function.
         self.root = root if root is not None else self
         self.helpers: list[str] = []
-        self.trys: list[_Try] = []  # the `try` bodies open around the code being emitted
+        self.trys: list[_Try] = []  # the handlers' `try` bodies open around the code being emitted
 
     @property
     def py_name(self) -> str:
@@ -327,7 +326,7 @@ class FunctionCompiler:
         twins of a function that returns its raises, outside any `try` of theirs (a helper's
         result goes back into its function's code, which does not test it)."""
         return (self.info.returns_raise and self.mode in ("direct", "bounded", "plain") and self.root is self
-                and not self.handlers)
+                and not self.trys)
 
     def unraised(self, call: str) -> str:
         """The value of `call`, a call that may give a `Raised`: one is handed on, returned by
@@ -335,7 +334,7 @@ class FunctionCompiler:
         out = self.out
         tmp = out.temp()
         out.emit(f"{tmp} = {call}")
-        body = self.trys[-1] if self.handlers else None
+        body = self.trys[-1] if self.trys else None
         if body is not None and out.depth == body.depth and out.depth < MAX_DEPTH:
             # at the top level of a `try` body here: its handler gets the packet, and the rest
             # of the body goes in an `else` (closed by `end_try`)
@@ -359,7 +358,7 @@ class FunctionCompiler:
         if self.batch:
             # Direct code may move itself to a heap stack (when `d` is 0) from a block that
             # nothing it did before could tell apart from a fresh call: outside any `try`.
-            restart = self.mode == "direct" and self.fresh and self.root is self and not self.handlers
+            restart = self.mode == "direct" and self.fresh and self.root is self and not self.trys
             self.counts.append(_Count(len(self.out.lines), self.out.depth, restart, self.a.marks.block()))
 
     def close_count(self) -> None:
@@ -495,7 +494,6 @@ class FunctionCompiler:
         tail calls (a self tail call continues the loop), as in ML."""
         out = self.out
         self.blocks += 1
-        self.handlers += 1
         self.fresh = False
         caught = self.local(e.name)
         if target is not None:
@@ -514,7 +512,6 @@ class FunctionCompiler:
         self.trys.pop()
         if region:
             out.emit(f"{REGION}q{region}")
-        self.handlers -= 1
         out.emit("except Packet as _p:")
         out.depth += 1
         if self.a.batch_counts and region:  # calls counted and not made, in this try and below it
