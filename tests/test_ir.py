@@ -15,7 +15,7 @@ import types
 import typing
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from hpgrem import ir
@@ -114,7 +114,13 @@ def test_every_kind_round_trips_through_the_hpg_encoding(kind, data):
 def test_random_modules_round_trip_exactly(name, data):
     module = data.draw(modules(name))
     text = dumps(module)
-    back = loads(text)
+    try:
+        back = loads(text)
+    except HpgFormatError as e:
+        # random nodes can make an ill-typed ML body (a Packet whose constructor is an int),
+        # which loading refuses, as it must; the round trip is of modules it accepts
+        assume(not str(e).startswith("ill-typed .hpg file"))
+        raise
     assert dumps(back) == text
     assert repr(back.rules) == repr(module.rules) and back.entry == module.entry
     assert back.dialect == name and repr(back.annotations) == repr(module.annotations)
