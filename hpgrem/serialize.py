@@ -329,7 +329,7 @@ def _loads(text: str) -> Module:
 
 
 def _check_types(module: Module) -> None:
-    """A graph that verifies must also pass its dialect's type check (ML: hpgrem/ir/ml_types.py):
+    """A graph that verifies must also pass its dialect's type check (ML: hpgrem/ir/ml/types.py):
     the code the machine generates for it takes the representation of every value for granted.
     (One that does not verify is refused by the verifier, which the pipeline runs next.)"""
     type_problem = dialect(module.dialect).type_problem

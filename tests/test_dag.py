@@ -20,6 +20,10 @@ from hypothesis import strategies as st
 from test_ir import modules
 
 from hpgrem import ir
+
+from hpgrem.ir import ml
+
+from hpgrem.ir import parlog
 from hpgrem.ir import Span
 from hpgrem.ir.core import Node
 from hpgrem.printer import module_text
@@ -32,22 +36,22 @@ S = Span("dag.sml", 1, 1)
 
 def ml_chain(n: int) -> ir.Module:
     """`main` builds x0 = (1, 1) (a tuple), x(k+1) = (xk, xk): n + 2 distinct nodes, 2^n paths."""
-    x: ir.Expr = ir.Lit(1, S)
+    x: ml.Expr = ml.Lit(1, S)
     for _ in range(n):
-        x = ir.Tuple((x, x), (), S)
-    body = ir.Sequence((x, ir.Lit(None, S)), S)
-    main = ir.Function("ml:main", "main", (), 0, body, S)
+        x = ml.Tuple((x, x), (), S)
+    body = ml.Sequence((x, ml.Lit(None, S)), S)
+    main = ml.Function("ml:main", "main", (), 0, body, S)
     return ir.Module("dag.sml", {main.key: main}, ir.Entry(main.key, ()), "ml", {}, {1: "val it = ..."})
 
 
 def parlog_chain(n: int) -> ir.Module:
     """`main :- X = tN` with t0 = a, t(k+1) = f(tk, tk)."""
-    t: ir.Term = ir.Atom("a", S)
+    t: parlog.Term = parlog.Atom("a", S)
     for _ in range(n):
-        t = ir.Struct("f", (t, t), S)
-    call = ir.Call("=/2", (ir.Var("X", 0, S), t), S)
-    clause = ir.Clause((), (), call, 1, S)
-    main = ir.Relation("main/0", "main", (), ((clause,),), S)
+        t = parlog.Struct("f", (t, t), S)
+    call = parlog.Call("=/2", (parlog.Var("X", 0, S), t), S)
+    clause = parlog.Clause((), (), call, 1, S)
+    main = parlog.Relation("main/0", "main", (), ((clause,),), S)
     return ir.Module("dag.par", {main.key: main}, ir.Entry(main.key, ()), "parlog")
 
 
@@ -84,7 +88,7 @@ def test_a_chain_of_60_shared_nodes_verifies_prints_and_round_trips(dialect):
     assert printed.count(" = ") >= 59 and len(printed) < 100 * 60 + 1000
     back = loads(text)
     top = next(iter(back.rules.values()))
-    shared = [x for x in ir.walk(top) if isinstance(x, (ir.Tuple, ir.Struct))]
+    shared = [x for x in ir.walk(top) if isinstance(x, (ml.Tuple, parlog.Struct))]
     assert len(shared) == 60 and all(x.children()[0] is x.children()[1] for x in shared)
 
 
@@ -112,9 +116,9 @@ def test_the_hpg_text_holds_each_shared_node_once():
 
 
 def test_walk_visits_each_distinct_node_once_and_walk_tree_each_path():
-    x = ir.Lit(1)
-    pair = ir.Tuple((x, x))
-    top = ir.Tuple((pair, pair, x))
+    x = ml.Lit(1)
+    pair = ml.Tuple((x, x))
+    top = ml.Tuple((pair, pair, x))
     assert [n.kind for n in ir.walk(top)] == ["ml.Tuple", "ml.Tuple", "ml.Lit"]
     assert len(list(ir.walk_tree(top))) == 1 + 2 * 3 + 1
     counts = ir.use_counts((top,))
@@ -122,30 +126,30 @@ def test_walk_visits_each_distinct_node_once_and_walk_tree_each_path():
 
 
 def test_transform_calls_its_function_once_per_distinct_node_and_keeps_sharing():
-    x = ir.Lit(1)
-    top = ir.Tuple((ir.Tuple((x, x)), ir.Tuple((x, x))))
+    x = ml.Lit(1)
+    top = ml.Tuple((ml.Tuple((x, x)), ml.Tuple((x, x))))
     seen: list[Node] = []
 
     def bump(n):
         seen.append(n)
-        return ir.Lit(n.value + 1) if isinstance(n, ir.Lit) else n
+        return ml.Lit(n.value + 1) if isinstance(n, ml.Lit) else n
     out = ir.transform(top, bump)
     assert len(seen) == 4  # x once, the two inner tuples, the top
     a, b = out.items
-    assert a.items[0] is a.items[1] is b.items[0] and a.items[0] == ir.Lit(2)
+    assert a.items[0] is a.items[1] is b.items[0] and a.items[0] == ml.Lit(2)
 
 
 def test_fold_computes_once_per_distinct_node():
-    t: ir.Term = ir.Atom("a")
+    t: parlog.Term = parlog.Atom("a")
     for _ in range(100):
-        t = ir.Struct("f", (t, t))
+        t = parlog.Struct("f", (t, t))
     paths = ir.fold(t, lambda n, kids: 1 + sum(kids))
     assert paths == 2 ** 101 - 1  # the tree's size, computed on the graph
 
 
 def test_the_printer_names_a_shared_node_once():
-    x = ir.Prim("int.+", (ir.Lit(1), ir.Lit(2)))
-    text = "\n".join(ir_lines(ir.Tuple((x, x, ir.Lit(3)))))
+    x = ml.Prim("int.+", (ml.Lit(1), ml.Lit(2)))
+    text = "\n".join(ir_lines(ml.Tuple((x, x, ml.Lit(3)))))
     assert text == "(%1 = int.+(1, 2), %1, 3)"
 
 
@@ -155,9 +159,9 @@ def ir_lines(node):
 
 
 def test_a_shared_leaf_prints_in_place():
-    v = ir.Var("X", 0)
+    v = parlog.Var("X", 0)
     from hpgrem.printer import text
-    assert text(ir.Struct("f", (v, v))) == "f(X, X)"
+    assert text(parlog.Struct("f", (v, v))) == "f(X, X)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,14 +296,14 @@ def test_the_rewriter_rewrites_a_shared_node_once_and_keeps_it_shared():
 
     def fold_add(n):
         a, b = n.args
-        if n.op == "int.+" and isinstance(a, ir.Lit) and isinstance(b, ir.Lit):
-            return ir.Lit(a.value + b.value)
+        if n.op == "int.+" and isinstance(a, ml.Lit) and isinstance(b, ml.Lit):
+            return ml.Lit(a.value + b.value)
         return None
-    x: ir.Expr = ir.Prim("int.+", (ir.Lit(1), ir.Lit(1)))
+    x: ml.Expr = ml.Prim("int.+", (ml.Lit(1), ml.Lit(1)))
     for _ in range(40):
-        x = ir.Prim("int.+", (x, x))
-    rw = Rewriter([(ir.Prim, fold_add)])
-    assert rw.rewrite(x) == ir.Lit(2 ** 41)
+        x = ml.Prim("int.+", (x, x))
+    rw = Rewriter([(ml.Prim, fold_add)])
+    assert rw.rewrite(x) == ml.Lit(2 ** 41)
     assert rw.fired["fold_add"] == 41
 
 

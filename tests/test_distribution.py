@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks.suite import virtual_time
+from hpgrem.driver.bench.suite import virtual_time
 from conftest import EXAMPLES, ROOT, compile_source, expected_output, hpgrem, run_program
 from pam.machine import Machine
 from pam.errors import Deadlock

@@ -885,7 +885,7 @@ def test_every_example_passes_the_loaders_type_check():
     -O0 and -O2) and read back from its .hpg text, has types."""
     from hpgrem.driver.pipeline import Options, compile_file
     from hpgrem.serialize import dumps, loads
-    from hpgrem.ir.ml_types import type_problem
+    from hpgrem.ir.ml.types import type_problem
     for program in ML_PROGRAMS:
         for opt in (0, 1, 2) if program in HPG_PROGRAMS[5:9] else (1,):
             module = loads(dumps(compile_file(str(ROOT / program), Options(opt=opt)).module))
@@ -899,7 +899,7 @@ def test_generated_ml_programs_pass_the_loaders_type_check(seed):
 
     from hpgrem.driver.pipeline import Options, compile_text
     from hpgrem.serialize import dumps, loads
-    from hpgrem.ir.ml_types import type_problem
+    from hpgrem.ir.ml.types import type_problem
     text = generate(seed)
     for opt in (0, 2):
         module = loads(dumps(compile_text(text, "g.sml", Options(opt=opt)).complete()))
@@ -907,11 +907,11 @@ def test_generated_ml_programs_pass_the_loaders_type_check(seed):
 
 
 def test_the_primitive_table_holds_the_basis_types():
-    """hpgrem/ir/ml_dialect.py's one table of ML primitives gives the basis's types
+    """hpgrem/ir/ml/dialect.py's one table of ML primitives gives the basis's types
     (frontend/ml/basis.py), and the arities the verifier checks are derived from it."""
     from frontend.ml.basis import VALUES
     from frontend.ml.lower import CURRIED
-    from hpgrem.ir.ml_dialect import ARITIES, PRIMITIVES
+    from hpgrem.ir.ml.dialect import ARITIES, PRIMITIVES
     assert ARITIES.keys() == PRIMITIVES.keys()
     basis = {v.name: v.type.replace("''a", "'a").replace("StringCvt.realfmt", "realfmt") for v in VALUES}
     basis |= {"ref": "'a -> 'a ref", "=.simple": basis["="], "<>.simple": basis["<>"]}
@@ -929,7 +929,7 @@ def test_the_machine_implements_exactly_the_primitive_table():
     """The machine (pam/ml/basis.py, pam/ml/codegen.py) implements exactly the primitives of
     the table, each with the table's number of arguments."""
     from frontend.ml.lower import CURRIED
-    from hpgrem.ir.ml_dialect import ARITIES
+    from hpgrem.ir.ml.dialect import ARITIES
     from pam.ml.basis import OVERLOADED, PRIMITIVES
     from pam.ml.codegen import BINARY, UNARY
     machine = {op: 2 for op in BINARY} | {op: 1 for op in UNARY}
@@ -1045,7 +1045,7 @@ def test_thousands_of_errors_are_shown_as_twenty_and_a_count(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # Big programs (issue 16, item 6): thousands of small PARLOG relations or ML functions
-# (benchmarks/frontend_scale.py), whole or with one line broken at a random place: the program
+# (hpgrem/driver/bench/frontend_scale.py), whole or with one line broken at a random place: the program
 # checks and runs right, or is refused at the broken line. (Their time is `hpgrem bench scale`.)
 
 BROKEN = {".par": "p(X <- true.", ".sml": "val _ = 1 + \"one\""}
@@ -1057,7 +1057,7 @@ def big_case():
 
 
 def fuzz_big(findings: Findings, tmp: Path, case) -> None:
-    from benchmarks.frontend_scale import ml_program, relations_program
+    from hpgrem.driver.bench.frontend_scale import ml_program, relations_program
 
     ext, n, chain, broken_at = case
     text, expected = (relations_program if ext == ".par" else ml_program)(n, chain)

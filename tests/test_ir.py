@@ -19,6 +19,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from hpgrem import ir
+
+from hpgrem.ir import ml
+
+from hpgrem.ir import parlog
 from hpgrem.ir import DIALECTS, NODE_KINDS, Entry, Module, Node, Rule, Span, dialect, schema
 from hpgrem.serialize import HpgFormatError, dumps, loads, node_from_json, node_to_json
 
@@ -146,25 +150,25 @@ def _node_classes(hint) -> list[type]:
 
 
 def test_walk_children_and_rebuild_follow_the_declared_fields():
-    s = ir.Switch(ir.Local("x"), ir.SwitchTest.EXN, "", None,
-                  ((ir.BasisException("Div"), ir.Lit(1)),), ir.Lit(2))
+    s = ml.Switch(ml.Local("x"), ml.SwitchTest.EXN, "", None,
+                  ((ml.BasisException("Div"), ml.Lit(1)),), ml.Lit(2))
     assert [c.kind for c in s.children()] == ["ml.Local", "ml.BasisException", "ml.Lit", "ml.Lit"]
-    assert s.attributes() == {"test": ir.SwitchTest.EXN, "datatype": "", "rep": None}
-    r = s.rebuild([ir.Local("y"), ir.BasisException("Match"), ir.Lit(3), ir.Lit(4)])
-    assert r.subject == ir.Local("y") and r.cases == ((ir.BasisException("Match"), ir.Lit(3)),)
+    assert s.attributes() == {"test": ml.SwitchTest.EXN, "datatype": "", "rep": None}
+    r = s.rebuild([ml.Local("y"), ml.BasisException("Match"), ml.Lit(3), ml.Lit(4)])
+    assert r.subject == ml.Local("y") and r.cases == ((ml.BasisException("Match"), ml.Lit(3)),)
     assert [n.kind for n in ir.walk(s)] == ["ml.Switch", "ml.Local", "ml.BasisException", "ml.Lit", "ml.Lit"]
 
 
 def test_transform_is_iterative_and_keeps_unchanged_subtrees():
-    deep = ir.make_list([ir.Int(i) for i in range(50_000)])
-    doubled = ir.transform(deep, lambda n: ir.Int(n.value * 2) if isinstance(n, ir.Int) else n)
-    assert doubled.args[0] == ir.Int(0) and doubled.args[1].args[0] == ir.Int(2)
+    deep = parlog.make_list([parlog.Int(i) for i in range(50_000)])
+    doubled = ir.transform(deep, lambda n: parlog.Int(n.value * 2) if isinstance(n, parlog.Int) else n)
+    assert doubled.args[0] == parlog.Int(0) and doubled.args[1].args[0] == parlog.Int(2)
     same = ir.transform(deep, lambda n: n)
     assert same is deep
 
 
 def test_a_field_of_the_wrong_type_is_refused_with_its_path():
-    good = node_to_json(ir.Call("p/1", (ir.Atom("a"),), Span("f", 1, 1)))
+    good = node_to_json(parlog.Call("p/1", (parlog.Atom("a"),), Span("f", 1, 1)))
     bad = dict(good, args=[{"kind": "parlog.Atom", "name": 3, "span": ["f", 1, 1]}])
     with pytest.raises(HpgFormatError, match=r"at \$\.args\[0\]\.name: expected str, found an integer"):
-        node_from_json(bad, ir.Call)
+        node_from_json(bad, parlog.Call)

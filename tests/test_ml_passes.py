@@ -17,6 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from ml_gen import programs
 
 from hpgrem import ir
+
+from hpgrem.ir import ml
 from pam.errors import Uncaught
 from pam.machine import Machine
 
@@ -142,10 +144,10 @@ def test_ml_flatten_passes_tuple_items_and_keeps_a_wrapper():
                   ("ml-flatten",))
     worker = next(f for k, f in m.rules.items() if k.endswith("/flat") and f.name == "tak")
     assert worker.arity == 3
-    calls = [x for f in m.rules.values() for x in ir.walk(f.body) if isinstance(x, ir.CallKnown)]
-    assert all(not any(isinstance(a, ir.Tuple) for a in c.args) for c in calls if c.function == worker.key)
+    calls = [x for f in m.rules.values() for x in ir.walk(f.body) if isinstance(x, ml.CallKnown)]
+    assert all(not any(isinstance(a, ml.Tuple) for a in c.args) for c in calls if c.function == worker.key)
     wrapper = m.rules[worker.key[: -len("/flat")]]
-    assert isinstance(wrapper.body, ir.CallKnown) and wrapper.body.function == worker.key
+    assert isinstance(wrapper.body, ml.CallKnown) and wrapper.body.function == worker.key
 
 
 def test_ml_flatten_keeps_the_evaluation_of_unused_items():
@@ -346,11 +348,11 @@ def test_ml_switch_decides_known_tests_and_flattens_equality_chains():
             'val _ = print (Int.toString (k (0, 0) + k (0, 1) + g [5] + g [] + h 2 + h ~3 + h 9) ^ "\\n")\n')
     m = functions(text, ("simplify", "ml-switch"))
     bodies = {f.name: f.body for f in m.rules.values() if f.name in ("k", "g", "h")}
-    assert not any(isinstance(x, ir.Let) for x in ir.walk(bodies["k"]))  # no arm number
-    assert sum(isinstance(x, ir.Switch) for x in ir.walk(bodies["g"])) == 1  # xs tested once
-    h_switch, = [x for x in ir.walk(bodies["h"]) if isinstance(x, ir.Switch)]
+    assert not any(isinstance(x, ml.Let) for x in ir.walk(bodies["k"]))  # no arm number
+    assert sum(isinstance(x, ml.Switch) for x in ir.walk(bodies["g"])) == 1  # xs tested once
+    h_switch, = [x for x in ir.walk(bodies["h"]) if isinstance(x, ml.Switch)]
     assert [k for k, _ in h_switch.cases] == [1, 2]
-    assert sum(isinstance(x, ir.If) for x in ir.walk(bodies["h"])) == 1  # x < 0 tested once
+    assert sum(isinstance(x, ml.If) for x in ir.walk(bodies["h"])) == 1  # x < 0 tested once
     assert outcome(text, ("simplify", "ml-switch")) == outcome(text, ()) == ("29\n", None)
 
 

@@ -1,4 +1,4 @@
-"""The ml-ranges pass across calls (hpgrem/passes/ml_ranges.py): parameters take the intervals
+"""The ml-ranges pass across calls (hpgrem/passes/ml/ranges.py): parameters take the intervals
 of the arguments at every call, known calls the intervals of their callees' results, so fewer
 overflow checks are generated; and none goes missing: programs that overflow through calls,
 closures, handlers and loops raise Overflow at every level as at -O0."""
@@ -13,12 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hpgrem import ir
-from hpgrem.passes import ml_ranges
-from hpgrem.passes.ml_ranges import CONSTANT_MOVES, EXACT_MOVES, FULL, Ranges
+
+from hpgrem.ir import ml
+from hpgrem.passes.ml import ranges as ml_ranges
+from hpgrem.passes.ml.ranges import CONSTANT_MOVES, EXACT_MOVES, FULL, Ranges
 from pam.errors import Uncaught
 from pam.machine import Machine
 
-MAX = ir.INT_MAX
+MAX = ml.INT_MAX
 ALL = ("ml-flatten", "ml-grain", "ml-inline", "simplify", "prune-unreachable", "ml-switch", "ml-ranges",
        "ml-batch-counts")
 SHAPES = [(), ("ml-ranges",), ALL, None]  # None: -O2
@@ -209,7 +211,7 @@ def test_hpgrem_run_reports_the_uncaught_overflow(tmp_path, opt):
 # ---- random call chains near the limits ------------------------------------------------------
 
 CONSTANTS = [0, 1, 2, 3, -1, -2, 7, 100, 3037000499, 3037000500, 2147483648, 1 << 40, 1 << 61, (1 << 61) + 1,
-             MAX // 3, MAX - 1, MAX, -MAX, ir.INT_MIN]
+             MAX // 3, MAX - 1, MAX, -MAX, ml.INT_MIN]
 
 
 def _lit(c: int) -> str:

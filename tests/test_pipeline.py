@@ -71,7 +71,7 @@ def test_run_and_compile_take_a_pass_selection(tmp_path):
 # -- one pipeline for the command line, the benchmarks and the tests ------------------------------
 @pytest.mark.parametrize("path", [EXAMPLES / "nrev.par", ML_EXAMPLES / "fib.sml"], ids=lambda p: p.name)
 def test_cli_bench_and_tests_compile_alike(path, tmp_path):
-    from benchmarks.suite import _module
+    from hpgrem.driver.bench.suite import _module
     from conftest import compile_source
 
     out = tmp_path / "p.hpg"

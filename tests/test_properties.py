@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from conftest import SWIPL, compile_source, needs_swipl
 from frontend.parlog import compile_program
 from frontend.parlog.parser import parse_goal
-from hpgrem import ir
+from hpgrem.ir import parlog
 from frontend.parlog.unparse import program_text
 from pam.parlog.rules import to_runtime
 from pam.terms import Cons, Struct, Var, deref, from_list, mkatom
@@ -259,12 +259,12 @@ def to_runtime_pattern(text):
     mapping = {}
 
     def conv(t):
-        if isinstance(t, ir.Var):
+        if isinstance(t, parlog.Var):
             return mapping.setdefault(t.name, Var()) if t.name != "_" else Var()
-        if isinstance(t, ir.Struct):
+        if isinstance(t, parlog.Struct):
             args = tuple(conv(a) for a in t.args)
             return Cons(*args) if t.name == "[|]" and len(args) == 2 else Struct(mkatom(t.name), args)
-        if isinstance(t, ir.Atom):
+        if isinstance(t, parlog.Atom):
             return mkatom(t.name)
         return t.value
     return conv(goal.args[0])

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from backend.tensor.gpt import ModelShape, build_forward, build_training_step, init_params, init_states
-from hpgrem.ir.tensor_build import GraphBuilder
-from hpgrem.passes.autodiff import differentiate, grad_name
+from hpgrem.ir.tensor.build import GraphBuilder
+from hpgrem.passes.tensor.autodiff import differentiate, grad_name
 from hpgrem.verify import verify
 from pam.tensor.kernels import KERNELS, evaluate
 
@@ -20,7 +20,7 @@ RTOL = 1e-6
 
 
 def run(op: str, *inputs, **attrs):
-    from hpgrem.ir.tensor_dialect import OPS
+    from hpgrem.ir.tensor.dialect import OPS
     full = {k: d for k, (_, d) in OPS[op].attrs.items()}
     full.update(attrs)
     return KERNELS[op].run(full, *inputs)

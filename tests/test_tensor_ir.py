@@ -1,4 +1,4 @@
-"""The tensor dialect (hpgrem/ir/tensor.py, tensor_dialect.py): a GPT-2 training step prints,
+"""The tensor dialect (hpgrem/ir/tensor/__init__.py, tensor_dialect.py): a GPT-2 training step prints,
 verifies, round-trips through `.hpg` and goes through the pass manager like any module; a bad
 graph is refused at the JSON path of what is wrong (exit 2 from the command); the model
 builder names the key of a shape it cannot build."""
@@ -12,8 +12,8 @@ import pytest
 from backend.tensor.gpt import ModelShape, build_forward, build_training_step, init_params
 from conftest import hpgrem
 from hpgrem.ir.tensor import Graph, graph_of
-from hpgrem.ir.tensor_build import GraphBuilder
-from hpgrem.ir.tensor_dialect import ShapeError
+from hpgrem.ir.tensor.build import GraphBuilder
+from hpgrem.ir.tensor.dialect import ShapeError
 from hpgrem.passes import level, run_passes
 from hpgrem.printer import module_text
 from hpgrem.serialize import HpgFormatError, dumps, loads

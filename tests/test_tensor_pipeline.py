@@ -17,9 +17,9 @@ from conftest import ROOT
 from backend.tensor.gpt import ModelShape, build_training_step, init_params
 from backend.tensor.job import TensorJob
 from backend.tensor.layout import Layout, LayoutError
-from hpgrem.ir.tensor_schedule import Action, ScheduleError, check_programs, program_text, units
+from hpgrem.ir.tensor.schedule import Action, ScheduleError, check_programs, program_text, units
 from hpgrem.passes import PassError, run_passes
-from hpgrem.passes.pipeline import stage_step
+from hpgrem.passes.tensor.pipeline import stage_step
 from hpgrem.verify import verify
 from pam.tensor.pipeline import bubble
 

@@ -1,5 +1,5 @@
 """The tensor runtime on the PAM scheduler (pam/tensor/) and the data-parallel lowering
-(hpgrem/passes/data_parallel.py): the runtime computes what the sequential reference `evaluate`
+(hpgrem/passes/tensor/data_parallel.py): the runtime computes what the sequential reference `evaluate`
 computes; dp = 2 and 4 train as one PE does, on simulated PEs over several topologies and under
 `mpiexec -n 2` and `-n 4` (this file is the ranks' script: `python tests/test_tensor_runtime.py
 OUT.npz` under mpiexec); buckets overlap backward; the step statistics add up; a layout that

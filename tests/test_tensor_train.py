@@ -242,7 +242,7 @@ def test_plot_refuses_a_file_that_is_not_metrics(tmp_path, capsys):
 def test_the_benchmark_measures_tokens_per_second(side):
     if side == "torch":
         pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
-    r = subprocess.run([sys.executable, "-m", "benchmarks.tensor", side, TINY, "3", "1"], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "hpgrem.driver.bench.tensor", side, TINY, "3", "1"], capture_output=True,
                        text=True, timeout=300, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert r.returncode == 0, r.stderr
     rates = json.loads(r.stdout)

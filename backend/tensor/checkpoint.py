@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpgrem.driver.pipeline import UsageError
+from hpgrem.errors import UsageError
 
 FORMAT = "hpgrem-checkpoint"
 VERSION = 1

@@ -22,7 +22,7 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from hpgrem.driver.pipeline import UsageError
+from hpgrem.errors import UsageError
 
 DTYPES = ("float32", "float64")
 SCHEDULES = ("gpipe", "1f1b", "interleaved")

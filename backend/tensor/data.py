@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpgrem.driver.pipeline import UsageError
+from hpgrem.errors import UsageError
 
 NOISE = 0.1
 """Probability that a synthetic token breaks the rule (a uniform random token instead)."""

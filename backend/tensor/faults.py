@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from backend.tensor.checkpoint import owners
-from hpgrem.driver.pipeline import UsageError
+from hpgrem.errors import UsageError
 from pam.costs import CostModel
 
 DISK_BYTES_PER_S = 1.5e6

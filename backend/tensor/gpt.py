@@ -1,6 +1,6 @@
 """The GPT-2 model as a graph of the tensor dialect: its forward pass, its training step
 (forward, reverse-mode gradients by the `tensor-autodiff` pass, global-norm clipping and AdamW
-by hpgrem/passes/optimizer.py), and its initial parameters.
+by hpgrem/passes/tensor/optimizer.py), and its initial parameters.
 
 The conventions (docs/tensor.md, "The model's conventions"): pre-LayerNorm blocks with epsilon
 1e-5, causal multi-head attention with a fused q|k|v projection, an MLP of width 4*d_model with
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpgrem.ir.core import Module
-from hpgrem.ir.tensor_build import GraphBuilder
+from hpgrem.ir.tensor.build import GraphBuilder
 
 FLOAT_DTYPES = ("float32", "float64")
 LN_EPS = 1e-5
@@ -120,8 +120,8 @@ def build_training_step(shape: ModelShape, batch: int, dtype: str = "float32", w
     the 1-based number of this update, for Adam's bias correction). States "m.<param>" and
     "v.<param>" (zero before the first step). Outputs "loss" and "grad_norm"; updates: every
     parameter and state."""
-    from hpgrem.passes.autodiff import differentiate
-    from hpgrem.passes.optimizer import append_adamw
+    from hpgrem.passes.tensor.autodiff import differentiate
+    from hpgrem.passes.tensor.optimizer import append_adamw
 
     module = differentiate(build_forward(shape, batch, dtype))
     return append_adamw(module, weight_decay=weight_decay, clip=clip, betas=betas, eps=eps)

@@ -28,7 +28,7 @@ from pam.distribution import Net
 from pam.driver import IDLE_SLEEP, Simulated, poll, run_alone
 from pam.pe import PE
 from backend.tensor.layout import Layout, LayoutError, Lowered, lower
-from hpgrem.ir.tensor_schedule import micro_batch_input, program_text
+from hpgrem.ir.tensor.schedule import micro_batch_input, program_text
 from backend.tensor.shards import shard, unshard
 from pam.tensor.graph import COLLECTIVES, StepGraph, step_graph
 from pam.tensor.runtime import T800_FLOPS, TensorRuntime

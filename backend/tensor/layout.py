@@ -167,10 +167,10 @@ def lower(module, layout: Layout, *, bucket_bytes: int | None = None) -> Lowered
 
 
 def _pipeline(module, layout: Layout) -> tuple[tuple, dict[int, tuple]]:
-    """The pipeline stages' modules and each rank's action list (hpgrem/passes/pipeline.py).
+    """The pipeline stages' modules and each rank's action list (hpgrem/passes/tensor/pipeline.py).
     It runs after tensor-data-parallel: a stage reduces its gradients (all-reduce, or ZeRO's
     reduce-scatter) once per step, on their sums over the micro-batches."""
-    from hpgrem.passes.pipeline import stage_step
+    from hpgrem.passes.tensor.pipeline import stage_step
 
     lowered = _run(module, PIPELINE, {"pp": layout.pp, "micro_batches": layout.micro_batches,
                                       "virtual_stages": layout.virtual_stages, "schedule": layout.schedule})

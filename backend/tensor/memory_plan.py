@@ -26,7 +26,7 @@ from backend.planner.memory import (
 )
 from backend.planner.models import ModelConfig
 from backend.tensor.config import TrainConfig
-from hpgrem.passes.data_parallel import DataParallel
+from hpgrem.passes.tensor.data_parallel import DataParallel
 from pam.tensor.memory import CATEGORIES
 
 TOLERANCE = 0.10

@@ -30,6 +30,7 @@ from frontend.ml import typed as t
 from frontend.ml.types import TCon, TRecord, prune
 from hpgrem import ir
 
+from hpgrem.ir import ml
 ENTRY = "ml:main"
 
 # Basis names implemented by the prelude (ML source), by the prelude's function name.
@@ -120,7 +121,7 @@ class Lowerer:
     """Lowers the prelude and then the program's chunks into one module."""
 
     def __init__(self):
-        self.functions: dict[str, ir.Function] = {}
+        self.functions: dict[str, ml.Function] = {}
         self.known: dict[int, Known] = {}
         self.globals: set[int] = set()
         self.names: dict[int, str] = {}  # var id -> local name, of every variable a free-variable scan met
@@ -143,36 +144,36 @@ class Lowerer:
         self.known.clear()
         self.names.clear()
 
-    def top_decs(self, decs: tuple[t.Dec, ...]) -> list[ir.Expr]:
+    def top_decs(self, decs: tuple[t.Dec, ...]) -> list[ml.Expr]:
         """The statements of the entry function for top-level declarations."""
-        out: list[ir.Expr] = []
+        out: list[ml.Expr] = []
         for d in decs:
             out.extend(self.top_dec(d))
         return out
 
-    def module(self, source: str, statements: list[ir.Expr], span: ir.Span) -> ir.Module:
-        body = ir.Sequence(tuple(statements) + (ir.Lit(None),), span)
-        self.functions[ENTRY] = ir.Function(ENTRY, "main", (), 0, body, span)
+    def module(self, source: str, statements: list[ml.Expr], span: ir.Span) -> ir.Module:
+        body = ml.Sequence(tuple(statements) + (ml.Lit(None),), span)
+        self.functions[ENTRY] = ml.Function(ENTRY, "main", (), 0, body, span)
         return ir.Module(source, dict(self.functions), ir.Entry(ENTRY, ()), "ml")
 
-    def top_dec(self, d: t.Dec) -> list[ir.Expr]:
+    def top_dec(self, d: t.Dec) -> list[ml.Expr]:
         if isinstance(d, t.ValDec):
             if self.known_val(d):
                 return []
             self.globals.add(d.root.id)
             self.globals.update(v.id for v, _ in d.bindings)
-            out: list[ir.Expr] = [ir.SetGlobal(local_name(d.root), self.expr(d.expr), d.span)]
-            check = self.tree(d.tree, lambda arm: ir.Lit(None), "Bind", None, d.span)
-            if not (isinstance(check, ir.Lit)):
+            out: list[ml.Expr] = [ml.SetGlobal(local_name(d.root), self.expr(d.expr), d.span)]
+            check = self.tree(d.tree, lambda arm: ml.Lit(None), "Bind", None, d.span)
+            if not (isinstance(check, ml.Lit)):
                 out.append(check)
-            out.extend(ir.SetGlobal(local_name(v), self.path(p), d.span) for v, p in d.bindings)
+            out.extend(ml.SetGlobal(local_name(v), self.path(p), d.span) for v, p in d.bindings)
             return out
         if isinstance(d, t.RecDec):
             self.rec_dec(d)
             return []
         if isinstance(d, t.ExceptionDec):
             self.globals.add(d.exn.var.id)
-            return [ir.SetGlobal(local_name(d.exn.var), ir.NewException(d.exn.name, d.exn.arg is not None, d.span),
+            return [ml.SetGlobal(local_name(d.exn.var), ml.NewException(d.exn.name, d.exn.arg is not None, d.span),
                                  d.span)]
         return []
 
@@ -217,9 +218,9 @@ class Lowerer:
             k = self.known[v.id]
             _, params, body = _uncurry(fn)
             names = tuple(self.names[i] for i in free_ids) + tuple(local_name(p) for p in params)
-            self.functions[k.key] = ir.Function(k.key, v.name, names, len(params), self.expr(body), fn.span)
+            self.functions[k.key] = ml.Function(k.key, v.name, names, len(params), self.expr(body), fn.span)
 
-    def closure_of_known(self, k: Known, name: str, span: ir.Span) -> ir.Expr:
+    def closure_of_known(self, k: Known, name: str, span: ir.Span) -> ml.Expr:
         if k.value_key is None:
             if k.arity == 1:
                 k.value_key = k.key
@@ -229,38 +230,38 @@ class Lowerer:
                 keys = [f"{k.key}/curry{j}" for j in range(1, k.arity + 1)]
                 for j in range(1, k.arity + 1):
                     params = free + args[:j]
-                    locals_ = tuple(ir.Local(p, span) for p in params)
-                    body = ir.CallKnown(k.key, locals_, span) if j == k.arity else \
-                        ir.MakeClosure(keys[j], locals_, span)
-                    self.functions[keys[j - 1]] = ir.Function(keys[j - 1], name, params, 1, body, span)
+                    locals_ = tuple(ml.Local(p, span) for p in params)
+                    body = ml.CallKnown(k.key, locals_, span) if j == k.arity else \
+                        ml.MakeClosure(keys[j], locals_, span)
+                    self.functions[keys[j - 1]] = ml.Function(keys[j - 1], name, params, 1, body, span)
                 k.value_key = keys[0]
-        return ir.MakeClosure(k.value_key, tuple(ir.Local(self.names[i], span) for i in k.free), span)
+        return ml.MakeClosure(k.value_key, tuple(ml.Local(self.names[i], span) for i in k.free), span)
 
     # ---- expressions ------------------------------------------------------------------------
-    def var(self, v: t.Var, span: ir.Span) -> ir.Expr:
+    def var(self, v: t.Var, span: ir.Span) -> ml.Expr:
         k = self.known.get(v.id)
         if k is not None:
             return self.closure_of_known(k, v.name, span)
         if v.id in self.globals:
-            return ir.Global(local_name(v), span)
-        return ir.Local(local_name(v), span)
+            return ml.Global(local_name(v), span)
+        return ml.Local(local_name(v), span)
 
-    def exn_con(self, exn: t.ExnName, span: ir.Span) -> ir.Expr:
+    def exn_con(self, exn: t.ExnName, span: ir.Span) -> ml.Expr:
         if exn.var is None:
-            return ir.BasisException(exn.name, span)
+            return ml.BasisException(exn.name, span)
         return self.var(exn.var, span)
 
-    def expr(self, e: t.Expr) -> ir.Expr:
+    def expr(self, e: t.Expr) -> ml.Expr:
         method = getattr(self, "_" + type(e).__name__)
         return method(e)
 
-    def _Const(self, e: t.Const) -> ir.Expr:
-        return ir.Lit(e.value, e.span)
+    def _Const(self, e: t.Const) -> ml.Expr:
+        return ml.Lit(e.value, e.span)
 
-    def _VarRef(self, e: t.VarRef) -> ir.Expr:
+    def _VarRef(self, e: t.VarRef) -> ml.Expr:
         return self.var(e.var, e.span)
 
-    def _BasisRef(self, e: t.BasisRef) -> ir.Expr:
+    def _BasisRef(self, e: t.BasisRef) -> ml.Expr:
         """A basis value used as a value: a closure of a wrapper function."""
         name = e.name
         if name in PRELUDE_NAMES:
@@ -268,36 +269,36 @@ class Lowerer:
         op = _op_name(name, e.type)
         key = f"basis:{op}"
         if key not in self.functions:
-            x = ir.Local("x", e.span)
+            x = ml.Local("x", e.span)
             if name in CURRIED:
                 inner = f"{key}/2"
-                self.functions[inner] = ir.Function(inner, name, ("x", "y"), 1,
-                                                    ir.Prim(op, (x, ir.Local("y", e.span)), e.span), e.span)
-                body: ir.Expr = ir.MakeClosure(inner, (x,), e.span)
+                self.functions[inner] = ml.Function(inner, name, ("x", "y"), 1,
+                                                    ml.Prim(op, (x, ml.Local("y", e.span)), e.span), e.span)
+                body: ml.Expr = ml.MakeClosure(inner, (x,), e.span)
             else:
                 body = self.apply_basis(name, op, x, e.span)
-            self.functions[key] = ir.Function(key, name, ("x",), 1, body, e.span)
-        return ir.MakeClosure(key, (), e.span)
+            self.functions[key] = ml.Function(key, name, ("x",), 1, body, e.span)
+        return ml.MakeClosure(key, (), e.span)
 
-    def apply_basis(self, name: str, op: str, arg: ir.Expr, span: ir.Span) -> ir.Expr:
+    def apply_basis(self, name: str, op: str, arg: ml.Expr, span: ir.Span) -> ml.Expr:
         """The basis function `name` applied to one (lowered) argument."""
         if name == "ForkJoin.par":
-            if isinstance(arg, ir.Tuple) and len(arg.items) == 2 and arg.order in ((), (0, 1)):
-                return ir.Par(arg.items[0], arg.items[1], span)
+            if isinstance(arg, ml.Tuple) and len(arg.items) == 2 and arg.order in ((), (0, 1)):
+                return ml.Par(arg.items[0], arg.items[1], span)
             tmp = self.temp()
-            return ir.Let(tmp, arg, ir.Par(ir.Part(ir.Local(tmp), 0), ir.Part(ir.Local(tmp), 1), span), span)
-        if _binary(op) and isinstance(arg, ir.Tuple) and len(arg.items) == 2 and arg.order in ((), (0, 1)):
-            return ir.Prim(op, arg.items, span)
+            return ml.Let(tmp, arg, ml.Par(ml.Part(ml.Local(tmp), 0), ml.Part(ml.Local(tmp), 1), span), span)
+        if _binary(op) and isinstance(arg, ml.Tuple) and len(arg.items) == 2 and arg.order in ((), (0, 1)):
+            return ml.Prim(op, arg.items, span)
         if _binary(op):
             tmp = self.temp()
-            return ir.Let(tmp, arg, ir.Prim(op, (ir.Part(ir.Local(tmp), 0), ir.Part(ir.Local(tmp), 1)), span), span)
-        return ir.Prim(op, (arg,), span)
+            return ml.Let(tmp, arg, ml.Prim(op, (ml.Part(ml.Local(tmp), 0), ml.Part(ml.Local(tmp), 1)), span), span)
+        return ml.Prim(op, (arg,), span)
 
     def temp(self) -> str:
         self.counter += 1
         return f"t%{self.counter}"
 
-    def _App(self, e: t.App) -> ir.Expr:
+    def _App(self, e: t.App) -> ml.Expr:
         args: list[t.Expr] = []
         head: t.Expr = e
         while isinstance(head, t.App):
@@ -307,54 +308,54 @@ class Lowerer:
         if isinstance(head, t.VarRef) and head.var.id in self.known:
             k = self.known[head.var.id]
             if len(args) >= k.arity:
-                free = tuple(ir.Local(self.names[i], e.span) for i in k.free)
-                call: ir.Expr = ir.CallKnown(k.key, free + tuple(self.expr(a) for a in args[:k.arity]), e.span)
+                free = tuple(ml.Local(self.names[i], e.span) for i in k.free)
+                call: ml.Expr = ml.CallKnown(k.key, free + tuple(self.expr(a) for a in args[:k.arity]), e.span)
                 return self.apply_rest(call, args[k.arity:], e.span)
         if isinstance(head, t.BasisRef):
             name = head.name
             if name in PRELUDE_NAMES:
                 k = self.prelude[PRELUDE_NAMES[name]]
                 if len(args) >= k.arity:
-                    call = ir.CallKnown(k.key, tuple(self.expr(a) for a in args[:k.arity]), e.span)
+                    call = ml.CallKnown(k.key, tuple(self.expr(a) for a in args[:k.arity]), e.span)
                     return self.apply_rest(call, args[k.arity:], e.span)
             else:
                 op = _op_name(name, head.type)
                 if name in CURRIED and len(args) >= 2:
-                    call = ir.Prim(op, (self.expr(args[0]), self.expr(args[1])), e.span)
+                    call = ml.Prim(op, (self.expr(args[0]), self.expr(args[1])), e.span)
                     return self.apply_rest(call, args[2:], e.span)
                 if name not in CURRIED:
                     call = self.apply_basis(name, op, self.expr(args[0]), e.span)
                     return self.apply_rest(call, args[1:], e.span)
         return self.apply_rest(self.expr(head), args, e.span)
 
-    def apply_rest(self, fn: ir.Expr, args: list[t.Expr], span: ir.Span) -> ir.Expr:
+    def apply_rest(self, fn: ml.Expr, args: list[t.Expr], span: ir.Span) -> ml.Expr:
         for a in args:
-            fn = ir.Apply(fn, self.expr(a), span)
+            fn = ml.Apply(fn, self.expr(a), span)
         return fn
 
-    def _ConApp(self, e: t.ConApp) -> ir.Expr:
+    def _ConApp(self, e: t.ConApp) -> ml.Expr:
         con = e.con
         arg = self.expr(e.arg) if e.arg is not None else None
         if con.name == "ref" and con.tycon.name == "ref":
-            return ir.Prim("ref", (arg,), e.span)
-        return ir.Construct(_datatype(con.tycon), con.tag, arg, e.span)
+            return ml.Prim("ref", (arg,), e.span)
+        return ml.Construct(_datatype(con.tycon), con.tag, arg, e.span)
 
-    def _ExnApp(self, e: t.ExnApp) -> ir.Expr:
+    def _ExnApp(self, e: t.ExnApp) -> ml.Expr:
         arg = self.expr(e.arg) if e.arg is not None else None
-        return ir.Packet(self.exn_con(e.exn, e.span), arg, e.span)
+        return ml.Packet(self.exn_con(e.exn, e.span), arg, e.span)
 
-    def _Fn(self, e: t.Fn) -> ir.Expr:
+    def _Fn(self, e: t.Fn) -> ml.Expr:
         free = self.free_of(e, set())
         key = self.new_key("fn", e.span)
         params = tuple(self.names[i] for i in free)
-        self.functions[key] = ir.Function(key, "fn", params + (local_name(e.param),), 1, self.expr(e.body),
+        self.functions[key] = ml.Function(key, "fn", params + (local_name(e.param),), 1, self.expr(e.body),
                                           e.span)
-        return ir.MakeClosure(key, tuple(ir.Local(p, e.span) for p in params), e.span)
+        return ml.MakeClosure(key, tuple(ml.Local(p, e.span) for p in params), e.span)
 
-    def _Let(self, e: t.Let) -> ir.Expr:
+    def _Let(self, e: t.Let) -> ml.Expr:
         return self.decs(list(e.decs), lambda: self.expr(e.body))
 
-    def decs(self, decs: list[t.Dec], body) -> ir.Expr:
+    def decs(self, decs: list[t.Dec], body) -> ml.Expr:
         """Declarations in order, then `body()`; built inside out."""
         wrappers = []
         for d in decs:
@@ -369,89 +370,89 @@ class Lowerer:
         result = body()
         for kind, d, value in reversed(wrappers):
             if kind == "exn":
-                result = ir.Let(local_name(d.exn.var), ir.NewException(d.exn.name, d.exn.arg is not None, d.span),
+                result = ml.Let(local_name(d.exn.var), ml.NewException(d.exn.name, d.exn.arg is not None, d.span),
                                 result, d.span)
                 continue
             inner = result
             for v, p in reversed(d.bindings):
-                inner = ir.Let(local_name(v), self.path(p), inner, d.span)
+                inner = ml.Let(local_name(v), self.path(p), inner, d.span)
             checked = self.tree(d.tree, lambda arm, inner=inner: inner, "Bind", None, d.span)
-            result = ir.Let(local_name(d.root), value, checked, d.span)
+            result = ml.Let(local_name(d.root), value, checked, d.span)
         return result
 
-    def _Seq(self, e: t.Seq) -> ir.Expr:
-        return ir.Sequence(tuple(self.expr(x) for x in e.exprs), e.span)
+    def _Seq(self, e: t.Seq) -> ml.Expr:
+        return ml.Sequence(tuple(self.expr(x) for x in e.exprs), e.span)
 
-    def _Record(self, e: t.Record) -> ir.Expr:
+    def _Record(self, e: t.Record) -> ml.Expr:
         rt = prune(e.type)
         assert isinstance(rt, TRecord)
         labels = [lbl for lbl, _ in rt.fields]
-        items: list[ir.Expr | None] = [None] * len(labels)
+        items: list[ml.Expr | None] = [None] * len(labels)
         order = []
         for lbl, x in e.fields:
             i = labels.index(lbl)
             items[i] = self.expr(x)
             order.append(i)
         order_t = tuple(order) if order != sorted(order) else ()
-        return ir.Tuple(tuple(items), order_t, e.span)
+        return ml.Tuple(tuple(items), order_t, e.span)
 
-    def _Select(self, e: t.Select) -> ir.Expr:
+    def _Select(self, e: t.Select) -> ml.Expr:
         from frontend.ml.types import field_index
-        return ir.Part(self.expr(e.record), field_index(e.record.type, e.label), e.span)
+        return ml.Part(self.expr(e.record), field_index(e.record.type, e.label), e.span)
 
-    def _If(self, e: t.If) -> ir.Expr:
-        return ir.If(self.expr(e.cond), self.expr(e.then), self.expr(e.else_), e.span)
+    def _If(self, e: t.If) -> ml.Expr:
+        return ml.If(self.expr(e.cond), self.expr(e.then), self.expr(e.else_), e.span)
 
-    def _While(self, e: t.While) -> ir.Expr:
-        return ir.While(self.expr(e.cond), self.expr(e.body), e.span)
+    def _While(self, e: t.While) -> ml.Expr:
+        return ml.While(self.expr(e.cond), self.expr(e.body), e.span)
 
-    def _Raise(self, e: t.Raise) -> ir.Expr:
-        return ir.Raise(self.expr(e.exn), e.span)
+    def _Raise(self, e: t.Raise) -> ml.Expr:
+        return ml.Raise(self.expr(e.exn), e.span)
 
-    def _Match(self, e: t.Match) -> ir.Expr:
+    def _Match(self, e: t.Match) -> ml.Expr:
         leaves: dict[int, int] = {}
         _count_leaves(e.tree, leaves)
         shared = any(n > 1 for n in leaves.values())
 
-        def arm_body(i: int) -> ir.Expr:
+        def arm_body(i: int) -> ml.Expr:
             arm = e.arms[i]
             body = self.expr(arm.body)
             for v, p in reversed(arm.bindings):
-                body = ir.Let(local_name(v), self.path(p), body, arm.span)
+                body = ml.Let(local_name(v), self.path(p), body, arm.span)
             return body
 
-        reraise = ir.Local(local_name(e.roots[0]), e.span) if e.failure == "reraise" else None
+        reraise = ml.Local(local_name(e.roots[0]), e.span) if e.failure == "reraise" else None
         if not shared:
             return self.tree(e.tree, arm_body, e.failure, reraise, e.span)
         self.arm_counter += 1
         which = f"arm%{self.arm_counter}"
-        choose = self.tree(e.tree, lambda i: ir.Lit(i, e.span), e.failure, reraise, e.span)
+        choose = self.tree(e.tree, lambda i: ml.Lit(i, e.span), e.failure, reraise, e.span)
         cases = tuple((i, arm_body(i)) for i in sorted(leaves))
-        switch = ir.Switch(ir.Local(which, e.span), ir.SwitchTest.INT, "", None, cases, None, e.span)
-        return ir.Let(which, choose, switch, e.span)
+        switch = ml.Switch(ml.Local(which, e.span), ml.SwitchTest.INT, "", None, cases, None, e.span)
+        return ml.Let(which, choose, switch, e.span)
 
-    def _Case(self, e: t.Case) -> ir.Expr:
+    def _Case(self, e: t.Case) -> ml.Expr:
         root = e.match.roots[0]
-        return ir.Let(local_name(root), self.expr(e.scrutinee), self._Match(e.match), e.span)
+        return ml.Let(local_name(root), self.expr(e.scrutinee), self._Match(e.match), e.span)
 
-    def _Handle(self, e: t.Handle) -> ir.Expr:
+    def _Handle(self, e: t.Handle) -> ml.Expr:
         root = e.match.roots[0]
-        return ir.Handle(self.expr(e.body), local_name(root), self._Match(e.match), e.span)
+        return ml.Handle(self.expr(e.body), local_name(root), self._Match(e.match), e.span)
 
     # ---- decision trees ---------------------------------------------------------------------
-    def path(self, p: t.Path) -> ir.Expr:
+    def path(self, p: t.Path) -> ml.Expr:
         x = self.var(p.root, p.root.span)
         for step in p.steps:
-            x = ir.Part(x, step if isinstance(step, int) else ir.PartStep(step))
+            x = ml.Part(x, step if isinstance(step, int) else ml.PartStep(step))
         return x
 
-    def tree(self, tree: t.Tree, leaf, failure: str, reraise: ir.Expr | None, span: ir.Span) -> ir.Expr:
+    def tree(self, tree: t.Tree, leaf, failure: str, reraise: ml.Expr | None, span: ir.Span) -> ml.Expr:
         if isinstance(tree, t.Leaf):
             return leaf(tree.arm)
         if isinstance(tree, t.Fail):
             if failure == "reraise":
-                return ir.Raise(reraise, span)
-            return ir.Raise(ir.Packet(ir.BasisException(failure, span), None, span), span)
+                return ml.Raise(reraise, span)
+            return ml.Raise(ml.Packet(ml.BasisException(failure, span), None, span), span)
         subject = self.path(tree.path)
         datatype = ""
         cases = []
@@ -469,8 +470,8 @@ class Lowerer:
         if tree.kind == "con" and datatype not in ("list", "bool"):
             con = tree.cases[0][0]
             kinds = {c.has_arg for c in con.tycon.constructors}
-            rep = ir.ConRep.ARGS if kinds == {True} else ir.ConRep.TAGS if kinds == {False} else ir.ConRep.MIXED
-        return ir.Switch(subject, ir.SwitchTest(tree.kind), datatype, rep, tuple(cases), default, span)
+            rep = ml.ConRep.ARGS if kinds == {True} else ml.ConRep.TAGS if kinds == {False} else ml.ConRep.MIXED
+        return ml.Switch(subject, ml.SwitchTest(tree.kind), datatype, rep, tuple(cases), default, span)
 
 
 def _uncurry(fn: t.Fn) -> tuple[int, list[t.Var], t.Expr]:

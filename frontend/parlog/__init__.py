@@ -11,7 +11,8 @@ from frontend.parlog.check import PRELUDE_PREFIX, collect_relations, resolve
 from frontend.parlog.lower import lower_clause
 from frontend.parlog.search_check import check_searches
 from frontend.parlog.parser import parse_goal, parse_program
-from hpgrem.ir import Atom, Entry, Module, Relation, Struct, Term, term_vars
+from hpgrem.ir import Entry, Module
+from hpgrem.ir.parlog import Atom, Relation, Struct, Term, term_vars
 
 PRELUDE_FILE = Path(__file__).parent / "prelude.par"
 

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field, replace
 from frontend.diagnostics import Diagnostic
 from frontend.parlog.lower import lower_clause
 from frontend.parlog.parser import Directive, Item, ModeDecl
-from hpgrem.ir import AllSolutions, Body, Call, Clause, Conj, Relation, Span, Struct, Var, term_vars
+from hpgrem.ir import Span
+from hpgrem.ir.parlog import AllSolutions, Body, Call, Clause, Conj, Relation, Struct, Var, term_vars
 from hpgrem.ir.parlog import deep_guard
-from hpgrem.primitives import PRIMITIVES, SEARCH_PRIMITIVES
+from hpgrem.ir.parlog.primitives import PRIMITIVES, SEARCH_PRIMITIVES
 
 PRELUDE_PREFIX = "prelude:"
 

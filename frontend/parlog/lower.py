@@ -10,9 +10,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from frontend.diagnostics import Diagnostic
-from hpgrem.ir import (AllSolutions, Atom, Body, Call, Clause, Conj, ConjOp, Float, Int, Relation, Span, Struct,
-                       Term, Var, relation_key, term_vars)
-from hpgrem.primitives import NOT_YET
+from hpgrem.ir import Span
+from hpgrem.ir.parlog import AllSolutions, Atom, Body, Call, Clause, Conj, ConjOp, Float, Int, Relation, Struct, Term, Var, relation_key, term_vars
+from hpgrem.ir.parlog.primitives import NOT_YET
 
 
 @dataclass(slots=True)

@@ -20,7 +20,8 @@ from lark.visitors import Transformer_NonRecursive
 from frontend.diagnostics import CompileError, Diagnostic, check_nesting, excerpt
 from frontend.lark_cache import lark_cache
 from frontend.parlog.reader import read_program
-from hpgrem.ir import NO_SPAN, Atom, Float, Int, Span, Struct, Term, Var, make_list
+from hpgrem.ir import NO_SPAN, Span
+from hpgrem.ir.parlog import Atom, Float, Int, Struct, Term, Var, make_list
 
 
 @dataclass(frozen=True, slots=True)

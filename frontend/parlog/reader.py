@@ -19,7 +19,8 @@ import sys
 from bisect import bisect_right
 from functools import lru_cache
 
-from hpgrem.ir import Atom, Float, Int, Span, Struct, Term, Var, make_list
+from hpgrem.ir import Span
+from hpgrem.ir.parlog import Atom, Float, Int, Struct, Term, Var, make_list
 
 DEPTH = 300
 """The deepest nesting read here (well under frontend.diagnostics.MAX_NESTING: Lark reads and

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from frontend.diagnostics import Diagnostic
 from frontend.parlog.check import PRELUDE_PREFIX
-from hpgrem.ir import SEARCH, AllSolutions, Relation, calls_in
-from hpgrem.primitives import PRIMITIVES, SEARCH_PRIMITIVES
+from hpgrem.ir.parlog import SEARCH, AllSolutions, Relation, calls_in
+from hpgrem.ir.parlog.primitives import PRIMITIVES, SEARCH_PRIMITIVES
 
 
 def check_searches(relations: dict[str, Relation], diagnostics: list[Diagnostic]) -> None:

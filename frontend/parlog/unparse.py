@@ -4,7 +4,9 @@ for showing users what a compiled `.hpg` holds in their own language."""
 from __future__ import annotations
 
 from hpgrem import ir
-from hpgrem.ir import quote_atom
+
+from hpgrem.ir import parlog
+from hpgrem.ir.parlog import quote_atom
 from hpgrem.printer import text
 
 
@@ -24,5 +26,5 @@ def program_text(module: ir.Module, include_prelude: bool = False) -> str:
     return "\n".join(out)
 
 
-def clause_text(rel: ir.Relation, c: ir.Clause) -> str:
+def clause_text(rel: parlog.Relation, c: parlog.Clause) -> str:
     return quote_atom(rel.name) + text(c)

@@ -15,16 +15,16 @@ import os
 
 import numpy as np
 
+from hpgrem.driver.args import ArgumentParser
 from hpgrem.driver.outputs import check_output, write_output
-from hpgrem.driver.pipeline import UsageError
-from hpgrem.driver.train_cmd import _ArgumentParser
+from hpgrem.errors import UsageError
 
 _RENAMED = {"wte": "wte.weight", "wpe": "wpe.weight"}
 
 
 def ckpt_parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(prog="hpgrem ckpt", description="Work with the checkpoints of hpgrem train.")
-    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=_ArgumentParser)
+    p = ArgumentParser(prog="hpgrem ckpt", description="Work with the checkpoints of hpgrem train.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=ArgumentParser)
     gather = sub.add_parser("gather", help="one .safetensors file with GPT-2's names and layout")
     gather.add_argument("dir", metavar="DIR", help="a checkpoint (step-NNNNNNNN) or a folder of checkpoints "
                         "(the newest complete one is taken)")

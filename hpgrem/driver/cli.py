@@ -15,12 +15,13 @@ import tempfile
 import time
 import traceback
 
+from hpgrem.driver.args import MAX_PES, mpi_comm, pes, positive_int
 from hpgrem.driver.outputs import check_output, write_output
-from hpgrem.driver.pipeline import DEFAULT_LEVEL, UsageError
+from hpgrem.driver.pipeline import DEFAULT_LEVEL
+from hpgrem.errors import UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_DEADLOCK, EXIT_LIMIT, EXIT_INTERNAL = 0, 1, 2, 3, 4, 70
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
-MAX_PES = 1024  # simulated PEs (spec/cli.md): the simulation of a larger array takes too long
 # to be of use (a program that only prints takes 20 s on 512 PEs: idle PEs steal and the
 # termination token goes round them all)
 LEVELS_HELP = {0: "no optimizing pass (the graph as the front end built it)", 1: "prune-unreachable",
@@ -65,20 +66,20 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument("file")
         q.add_argument("--goal", help="run this conjunction instead of main and print its bindings "
                        "(no final '.', e.g. --goal 'nrev([1,2,3], R)')")
-        q.add_argument("--pes", type=_pes, default=1, metavar="N",
+        q.add_argument("--pes", type=pes, default=1, metavar="N",
                        help=f"number of simulated processing elements (1 to {MAX_PES}; default 1)")
         q.add_argument("--topology", default=None, help="mesh:RxC, torus:RxC, ring, hypercube, tree, full")
         add_opt(q)
         q.add_argument("--trace", metavar="OUT.jsonl", help="record the run's events (every rewrite, suspension, "
                        "message; docs/trace.md) to OUT.jsonl")
-        q.add_argument("--trace-limit", type=_positive_int, metavar="N", help="record at most N events "
+        q.add_argument("--trace-limit", type=positive_int, metavar="N", help="record at most N events "
                        "(the trace says where it was cut; the run goes on)")
         q.add_argument("--stats", action="store_true", help="print per-PE statistics on stderr")
         q.add_argument("--stats-json", metavar="OUT.json", help="write the statistics as JSON")
         q.add_argument("--count", action="store_true", help="also count what the language's runtime counts, for --stats "
                        "(PARLOG: clause tries, guard tests, enqueues, list cells built in place; ML: nothing); "
                        "the counting costs time")
-        q.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop with status 4 after N reduction steps")
+        q.add_argument("--max-steps", type=positive_int, metavar="N", help="stop with status 4 after N reduction steps")
         q.add_argument("--timeout", type=_seconds, metavar="S", help="stop with status 4 after S seconds "
                        "of wall-clock time (under MPI, on every rank)")
         q.add_argument("--max-memory", type=_size, metavar="SIZE", help="stop with status 4 when the "
@@ -153,26 +154,6 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _pes(text: str) -> int:
-    """`--pes`: 1 to MAX_PES."""
-    value = _positive_int(text)
-    if value > MAX_PES:
-        raise argparse.ArgumentTypeError(f"at most {MAX_PES} simulated PEs, got {_clip(text)}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    """A positive integer; one over 10**18 counts as 10**18 + 1 (every limit is below it)."""
-    digits = text.strip()
-    if not digits.isascii() or not digits.isdigit() or int(digits[:19]) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {_clip(text)!r}")
-    return int(digits) if len(digits) <= 18 else 10**18 + 1
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= 40 else text[:40] + "..."
-
-
 def _size(text: str) -> int:
     """`--max-memory`: bytes."""
     from pam.limits import parse_size
@@ -183,7 +164,7 @@ def _size(text: str) -> int:
 
 
 def _benchmarks_help() -> str:
-    from benchmarks.suite import BENCHMARKS, SUITES
+    from hpgrem.driver.bench.suite import BENCHMARKS, SUITES
     return ("benchmarks (all run by default): " + ", ".join(BENCHMARKS)
             + "; suites (run when named, they take minutes): " + ", ".join(SUITES))
 
@@ -417,19 +398,7 @@ def _sentinel_done(status: int) -> None:
         sentinel.announce(status)
 
 
-def mpi_comm():
-    """MPI.COMM_WORLD when launched by mpiexec with more than one rank, else None. Ranks other
-    than 0 stay silent: rank 0 reports for all of them."""
-    if not any(k in os.environ for k in ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK")):
-        return None
-    from mpi4py import MPI
-    comm = MPI.COMM_WORLD
-    if comm.Get_size() == 1:
-        return None
-    if comm.Get_rank() != 0:
-        sys.stdout = open(os.devnull, "w")
-        sys.stderr = open(os.devnull, "w")
-    return comm
+
 
 
 def _report_failure(f, goal: str | None) -> None:
@@ -498,7 +467,7 @@ def _compile_trace(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from benchmarks.suite import main as bench_main
+    from hpgrem.driver.bench.suite import main as bench_main
     return bench_main(args.names, as_json=args.json, opt=args.opt)
 
 

@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hpgrem.errors import UsageError
+
 if TYPE_CHECKING:
     from frontend import Compiled
     from hpgrem.ir import Module
-
-
-class UsageError(Exception):
-    """A mistake on the command line or in a file that has no source position."""
 
 
 # The -O level of `hpgrem run`, `compile`, `ir` and `bench` when none is given (spec/cli.md), and

@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from hpgrem.driver.outputs import check_output, write_output
-from hpgrem.driver.pipeline import UsageError
+from hpgrem.errors import UsageError
 
 
 def add_render_options(q: argparse.ArgumentParser) -> None:

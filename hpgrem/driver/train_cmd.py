@@ -18,26 +18,19 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+from hpgrem.driver.args import ArgumentParser, pes
 from hpgrem.driver.outputs import check_output, write_output
-from hpgrem.driver.pipeline import UsageError
-
-
-class _ArgumentParser(argparse.ArgumentParser):
-    """Usage errors raise UsageError (one line, status 2) instead of leaving the process."""
-
-    def error(self, message: str):
-        raise UsageError(f"{self.prog.removeprefix('hpgrem ')}: {message}")
+from hpgrem.errors import UsageError
 
 
 def train_parser() -> argparse.ArgumentParser:
     """`hpgrem train`'s flags: the run's own, then one per configuration key."""
     from backend.tensor.config import DTYPES, flag_name, key_type, keys
-    from hpgrem.driver.cli import _pes
-    p = _ArgumentParser(prog="hpgrem train", description="Train a GPT model on the tensor-graph "
+    p = ArgumentParser(prog="hpgrem train", description="Train a GPT model on the tensor-graph "
                         "back end (docs/tensor.md). Flags override the configuration's keys.")
     p.add_argument("config", metavar="CONFIG.toml")
     run = p.add_argument_group("the run")
-    run.add_argument("--pes", type=_pes, metavar="N", help="simulated PEs (default: dp * tp * pp; "
+    run.add_argument("--pes", type=pes, metavar="N", help="simulated PEs (default: dp * tp * pp; "
                      "under mpiexec, the ranks)")
     run.add_argument("--topology", help="mesh:RxC, torus:RxC, ring, hypercube, tree, full")
     run.add_argument("--data", metavar="FILE", help="train on a UTF-8 text file as bytes (vocab 256), "
@@ -219,7 +212,7 @@ class _Progress:
 
 
 def plot_parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(prog="hpgrem plot", description="Draw the loss curve of `hpgrem train --metrics`.")
+    p = ArgumentParser(prog="hpgrem plot", description="Draw the loss curve of `hpgrem train --metrics`.")
     p.add_argument("metrics", metavar="METRICS.jsonl")
     p.add_argument("-o", dest="output", required=True, metavar="OUT.png", help="the image to write (PNG, SVG, PDF)")
     return p

@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     from hpgrem.ir.core import Module
 
 DIALECTS: dict[str, str | DialectSpec] = {
-    "parlog": "hpgrem.ir.parlog_dialect:DIALECT",
-    "ml": "hpgrem.ir.ml_dialect:DIALECT",
-    "tensor": "hpgrem.ir.tensor_dialect:DIALECT",
+    "parlog": "hpgrem.ir.parlog.dialect:DIALECT",
+    "ml": "hpgrem.ir.ml.dialect:DIALECT",
+    "tensor": "hpgrem.ir.tensor.dialect:DIALECT",
 }
 """Dialect name -> its `DialectSpec`, or "module:attribute" where it is found (imported once)."""
 

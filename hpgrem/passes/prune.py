@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from hpgrem.ir import CallKnown, MakeClosure, Module, calls_in, walk
+from hpgrem.ir import Module, walk
+from hpgrem.ir.ml import CallKnown, MakeClosure
+from hpgrem.ir.parlog import calls_in
 
 
 @dataclass(frozen=True)

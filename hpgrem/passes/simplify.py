@@ -13,62 +13,66 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from hpgrem import ir
+
+from hpgrem.ir import ml
+
+from hpgrem.ir import parlog
 from hpgrem.ir.rewrite import Rewriter
 
 
-def splice_conjunctions(c: ir.Conj):
-    if not any(isinstance(p, ir.Conj) and p.op == c.op for p in c.parts):
+def splice_conjunctions(c: parlog.Conj):
+    if not any(isinstance(p, parlog.Conj) and p.op == c.op for p in c.parts):
         return None
     parts: list = []
     for p in c.parts:
-        parts += p.parts if isinstance(p, ir.Conj) and p.op == c.op else [p]
-    return ir.Conj(c.op, tuple(parts))
+        parts += p.parts if isinstance(p, parlog.Conj) and p.op == c.op else [p]
+    return parlog.Conj(c.op, tuple(parts))
 
 
-def drop_true(c: ir.Conj):
-    kept = tuple(p for p in c.parts if not (isinstance(p, ir.Call) and p.target == "true/0" and p.placement is None))
+def drop_true(c: parlog.Conj):
+    kept = tuple(p for p in c.parts if not (isinstance(p, parlog.Call) and p.target == "true/0" and p.placement is None))
     if len(kept) == len(c.parts) or not kept:
         return None
-    return kept[0] if len(kept) == 1 else ir.Conj(c.op, kept)
+    return kept[0] if len(kept) == 1 else parlog.Conj(c.op, kept)
 
 
-def constant_if(e: ir.If):
+def constant_if(e: ml.If):
     c = e.cond
-    if isinstance(c, ir.Construct) and c.datatype == "bool" and c.arg is None:
+    if isinstance(c, ml.Construct) and c.datatype == "bool" and c.arg is None:
         return e.then if c.tag == 1 else e.else_
     return None
 
 
-def flatten_sequence(e: ir.Sequence):
+def flatten_sequence(e: ml.Sequence):
     exprs: list = []
     for i, x in enumerate(e.exprs):
         last = i == len(e.exprs) - 1
-        if isinstance(x, ir.Sequence):
+        if isinstance(x, ml.Sequence):
             exprs += x.exprs if last else [y for y in x.exprs if not _no_effect(y)]
         elif last or not _no_effect(x):
             exprs.append(x)
     if len(exprs) == 1:
         return exprs[0]
     return None if len(exprs) == len(e.exprs) and all(a is b for a, b in zip(exprs, e.exprs)) \
-        else ir.Sequence(tuple(exprs), e.span)
+        else ml.Sequence(tuple(exprs), e.span)
 
 
 def _no_effect(e) -> bool:
-    return isinstance(e, (ir.Lit, ir.Local))
+    return isinstance(e, (ml.Lit, ml.Local))
 
 
-def propagate_copies(e: ir.Let):
-    if isinstance(e.value, (ir.Local, ir.Lit)):
-        return ir.substitute_locals(e.body, {e.name: e.value})
+def propagate_copies(e: ml.Let):
+    if isinstance(e.value, (ml.Local, ml.Lit)):
+        return ml.substitute_locals(e.body, {e.name: e.value})
     return None
 
 
 RULES = [
-    (ir.Conj, splice_conjunctions),
-    (ir.Conj, drop_true),
-    (ir.If, constant_if),
-    (ir.Sequence, flatten_sequence),
-    (ir.Let, propagate_copies),
+    (parlog.Conj, splice_conjunctions),
+    (parlog.Conj, drop_true),
+    (ml.If, constant_if),
+    (ml.Sequence, flatten_sequence),
+    (ml.Let, propagate_copies),
 ]
 
 

@@ -9,6 +9,8 @@ is about (stale or malformed, as a `.hpg` file may hold) is ignored: the plain s
 from __future__ import annotations
 
 from hpgrem import ir
+
+from hpgrem.ir import ml
 from hpgrem.ir.ml import INT_ARITHMETIC, fingerprint
 
 KIND = "ml-kinds.kind"  # notes are named by their owner (docs/passes.md); the machine imports no pass
@@ -21,14 +23,14 @@ class FunctionInfo:
     __slots__ = ("key", "py", "gen", "pure", "loop", "fn", "direct", "bounded", "applies", "raises",
                  "returns_raise", "checks_once")
 
-    def __init__(self, key: str, py: str, fn: ir.Function):
+    def __init__(self, key: str, py: str, fn: ml.Function):
         self.key, self.py, self.fn = key, py, fn
         self.direct = False
         self.gen = True
         self.pure = True
         self.loop = False
         self.raises = True  # an ML raise may leave it (ml-kinds): its calls are counted one by one
-        self.applies = any(isinstance(x, ir.Apply) for x in ir.walk(fn.body))  # calls closures
+        self.applies = any(isinstance(x, ml.Apply) for x in ir.walk(fn.body))  # calls closures
         # (argument position, the largest value of it whose calls nest at most DEPTH frames):
         # a direct function that calls only itself and plain functions, with that argument
         # decreasing (ml-ranges' `depth`); such calls run in a copy `_b` without depth test.
@@ -42,7 +44,7 @@ class FunctionInfo:
 
 
 class Annotations:
-    """What the `ml-kinds` pass recorded (hpgrem/passes/ml_kinds.py): each function's kind,
+    """What the `ml-kinds` pass recorded (hpgrem/passes/ml/kinds.py): each function's kind,
     purity and loop, the globals' slots, the globals each function reads and the functions it
     refers to. The machine reads these annotations and computes none of them (it only combines
     them: which functions, made into no closure, return their raises)."""
@@ -67,7 +69,7 @@ class Annotations:
         names = module.annotation(ir.MODULE_FACTS, "ml-kinds.globals", ())
         self.globals: dict[str, int] = {name: slot for slot, name in enumerate(names)}
         self.overflow: dict[int, str] = {}  # id of an int operation -> the checks it needs
-        # ml-batch-counts (hpgrem/passes/ml_batch_counts.py): count calls of direct code per block
+        # ml-batch-counts (hpgrem/passes/ml/batch_counts.py): count calls of direct code per block
         self.batch_counts = module.annotation(ir.MODULE_FACTS, "ml-batch-counts.calls") == "block"
         self.poll = True  # check the limits when counts pass POLL (`generate`)
         # direct code and loops count their reductions (`generate`): false only for a run that
@@ -79,7 +81,7 @@ class Annotations:
         # A function made into a closure is also called by code that does not know it (the
         # basis's map, a closure's twin `d`): only functions called by name return their raises.
         closures = {x.function for fn in module.rules.values() for x in ir.walk(fn.body)
-                    if isinstance(x, ir.MakeClosure)}
+                    if isinstance(x, ml.MakeClosure)}
         for key, info in self.info.items():
             info.bounded = self._bounded(info, module.annotation(key, "ml-ranges.depth"))
             # ml-ranges' `once`: the bounded copy's result is checked by its caller
@@ -91,7 +93,7 @@ class Annotations:
         fn = info.fn
         if not (info.direct and isinstance(note, tuple) and len(note) == 3 and note[0] == fingerprint(fn.body)
                 and type(note[1]) is int and len(fn.params) - fn.arity <= note[1] < len(fn.params)
-                and type(note[2]) is int and ir.INT_MIN < note[2] <= ir.INT_MAX):
+                and type(note[2]) is int and ml.INT_MIN < note[2] <= ml.INT_MAX):
             return None
         if info.applies or any(k != info.key and (k not in self.info or self.info[k].gen)
                                for k in self.refs[info.key]):
@@ -99,10 +101,10 @@ class Annotations:
         return note[1], note[2] + DEPTH - 2  # a call with n nests n - L + 2 frames
 
 
-def overflow_checks(fn: ir.Function, note) -> dict[int, str]:
+def overflow_checks(fn: ml.Function, note) -> dict[int, str]:
     """The checks the `ml-ranges` annotation `note` gives the int operations of `fn`'s body, by
     node id; none when it was made for another body or is malformed (every check is kept)."""
-    ops = [x for x in ir.walk_tree(fn.body) if isinstance(x, ir.Prim) and x.op in INT_ARITHMETIC]
+    ops = [x for x in ir.walk_tree(fn.body) if isinstance(x, ml.Prim) and x.op in INT_ARITHMETIC]
     if not (isinstance(note, tuple) and len(note) == len(ops) + 1 and note[0] == fingerprint(fn.body)
             and all(c in ("", "lo", "hi", "hi0", "lohi") for c in note[1:])):
         return {}

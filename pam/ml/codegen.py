@@ -1,7 +1,7 @@
 """ML functions -> Python source, compiled once per module (threaded code, as for PARLOG rules).
 
 Each HPGREM `Function` becomes one Python function (two for a direct one), by the kind the
-`ml-kinds` pass recorded (hpgrem/passes/ml_kinds.py decides; this module only reads it):
+`ml-kinds` pass recorded (hpgrem/passes/ml/kinds.py decides; this module only reads it):
 - *plain*: its calls are only to primitives and other plain functions, and the plain call graph
   has no cycles (a self tail call is a loop), so running it directly cannot grow Python's stack
   without bound;
@@ -28,7 +28,9 @@ import re
 import sys
 
 from hpgrem import ir
-from hpgrem.primitives import ML_BASIS_EXCEPTIONS
+
+from hpgrem.ir import ml
+from hpgrem.ir.ml import ML_BASIS_EXCEPTIONS
 from pam.emit import Emitter
 from pam.ml.annotations import DEPTH, Annotations, FunctionInfo
 
@@ -56,7 +58,7 @@ FUNCTION_REGIONS = "FUNCTION_REGIONS"  # the module's constant: Python function 
 _IN_RANGE = ("({t} if ({t} := {x}) <= 1073741823 and {t} >= -1073741823"
              " or -4611686018427387904 <= {t} <= 4611686018427387903 else ovf())")
 _CHECKED = _IN_RANGE.replace("{x}", "{a} {o} {b}")
-# The same with only the checks the ml-ranges pass found needed (hpgrem/passes/ml_ranges.py).
+# The same with only the checks the ml-ranges pass found needed (hpgrem/passes/ml/ranges.py).
 _NARROWED = {"lo": "({t} if ({t} := {a} {o} {b}) >= -1073741823 or {t} >= -4611686018427387904 else ovf())",
              "hi": "({t} if ({t} := {a} {o} {b}) <= 1073741823 or {t} <= 4611686018427387903 else ovf())",
              "": "({a} {o} {b})"}
@@ -204,7 +206,7 @@ class FunctionCompiler:
     # ---- code nested too deeply for one Python function --------------------------------------
     def too_deep(self, e) -> bool:
         return (self.out.depth > MAX_DEPTH or self.blocks >= MAX_BLOCKS) and \
-            isinstance(e, (ir.If, ir.Switch, ir.Let, ir.Sequence, ir.Handle, ir.While))
+            isinstance(e, (ml.If, ml.Switch, ml.Let, ml.Sequence, ml.Handle, ml.While))
 
     def helper(self, e, tail: bool) -> str:
         """Compile `e` as a module-level function of the locals it uses (and the depth, for
@@ -215,8 +217,8 @@ class FunctionCompiler:
         root.helpers.append("")  # its place: helpers it makes itself come after it
         slot = len(root.helpers) - 1
         name = f"{root.py_name}_h{slot}"
-        free = sorted({x.name for x in ir.walk(e) if isinstance(x, ir.Local)}
-                      - {x.name for x in ir.walk(e) if isinstance(x, (ir.Let, ir.Handle))})
+        free = sorted({x.name for x in ir.walk(e) if isinstance(x, ml.Local)}
+                      - {x.name for x in ir.walk(e) if isinstance(x, (ml.Let, ml.Handle))})
         params = (["d"] if self.mode == "direct" else []) + [self.local(n) for n in free]
         sub = FunctionCompiler(self.a, self.info, self.constants, self.mode, root)
         first = self.a.marks.calls
@@ -258,31 +260,31 @@ class FunctionCompiler:
         out = self.out
         if self.too_deep(e):
             self.ret_helper(e)
-        elif isinstance(e, ir.If):
+        elif isinstance(e, ml.If):
             c = self.expr(e.cond)
             out.emit(f"if {c}:")
             self.block(lambda: self.ret(e.then))
             out.emit("else:")
             self.block(lambda: self.ret(e.else_))
-        elif isinstance(e, ir.Let):
+        elif isinstance(e, ml.Let):
             self.assign(e.value, self.local(e.name))
             self.ret(e.body)
-        elif isinstance(e, ir.Sequence):
+        elif isinstance(e, ml.Sequence):
             for x in e.exprs[:-1]:
                 self.stmt(x)
             self.ret(e.exprs[-1])
-        elif isinstance(e, ir.Switch):
+        elif isinstance(e, ml.Switch):
             self.switch(e, self.ret)
-        elif isinstance(e, ir.Raise) and self.returns_raise:
-            if isinstance(e.exn, ir.Packet) and e.exn.arg is None:  # its one Raised
+        elif isinstance(e, ml.Raise) and self.returns_raise:
+            if isinstance(e.exn, ml.Packet) and e.exn.arg is None:  # its one Raised
                 out.emit(f"return {self.expr(e.exn.con)}.raised")
             else:
                 out.emit(f"return Raised({self.expr(e.exn)})")
-        elif isinstance(e, ir.Raise):
+        elif isinstance(e, ml.Raise):
             out.emit(f"raise {self.expr(e.exn)}")
-        elif isinstance(e, ir.Handle):
+        elif isinstance(e, ml.Handle):
             self.handle(e, None)
-        elif isinstance(e, ir.CallKnown):
+        elif isinstance(e, ml.CallKnown):
             callee = self.a.info[e.function]
             args = self.exprs(e.args)
             if e.function == self.fn.key and self.info.loop and self.root is not self:
@@ -302,7 +304,7 @@ class FunctionCompiler:
                 if kind == "raised" and not self.returns_raise:
                     call = self.unraised(call)
                 out.emit(f"return {call}")
-        elif isinstance(e, ir.Apply) and self.mode == "gen":
+        elif isinstance(e, ml.Apply) and self.mode == "gen":
             f, x = self.exprs((e.fn, e.arg), atomic=True)
             self.fresh = False
             out.emit(f"return {f}.fn(*{f}.env, {x})")
@@ -413,31 +415,31 @@ class FunctionCompiler:
     # ---- statements ---------------------------------------------------------------------------
     def stmt(self, e) -> None:
         """Evaluate `e` for its effects."""
-        if isinstance(e, ir.Lit | ir.Local | ir.Global):
+        if isinstance(e, ml.Lit | ml.Local | ml.Global):
             return
-        if isinstance(e, ir.Sequence):
+        if isinstance(e, ml.Sequence):
             for x in e.exprs:
                 self.stmt(x)
             return
-        if isinstance(e, ir.SetGlobal):
+        if isinstance(e, ml.SetGlobal):
             self.fresh = False
             v = self.expr(e.value)
             self.out.emit(f"G[{self.a.globals[e.name]}] = {v}")
             return
-        if isinstance(e, ir.Raise):
+        if isinstance(e, ml.Raise):
             self.out.emit(f"raise {self.expr(e.exn)}")
             return
-        if isinstance(e, ir.While) and not self.too_deep(e):
+        if isinstance(e, ml.While) and not self.too_deep(e):
             self.while_(e)
             return
-        if isinstance(e, (ir.If, ir.Switch, ir.Let, ir.Handle, ir.While)):
+        if isinstance(e, (ml.If, ml.Switch, ml.Let, ml.Handle, ml.While)):
             self.assign(e, "_")
             return
         x = self.expr(e)
         if not _atomic(x):
             self.out.emit(x)
 
-    def while_(self, e: ir.While) -> None:
+    def while_(self, e: ml.While) -> None:
         out = self.out
         self.fresh = False
         out.emit("while True:")
@@ -458,35 +460,35 @@ class FunctionCompiler:
         out = self.out
         if self.too_deep(e):
             out.emit(f"{target} = {self.helper(e, tail=False)}")
-        elif isinstance(e, ir.If):
+        elif isinstance(e, ml.If):
             c = self.expr(e.cond)
             out.emit(f"if {c}:")
             self.block(lambda: self.assign(e.then, target))
             out.emit("else:")
             self.block(lambda: self.assign(e.else_, target))
-        elif isinstance(e, ir.Let):
+        elif isinstance(e, ml.Let):
             self.assign(e.value, self.local(e.name))
             self.assign(e.body, target)
-        elif isinstance(e, ir.Sequence):
+        elif isinstance(e, ml.Sequence):
             for x in e.exprs[:-1]:
                 self.stmt(x)
             self.assign(e.exprs[-1], target)
-        elif isinstance(e, ir.Switch):
+        elif isinstance(e, ml.Switch):
             self.switch(e, lambda branch: self.assign(branch, target))
-        elif isinstance(e, ir.Handle):
+        elif isinstance(e, ml.Handle):
             self.handle(e, target)
-        elif isinstance(e, ir.Raise):
+        elif isinstance(e, ml.Raise):
             out.emit(f"raise {self.expr(e.exn)}")
-        elif isinstance(e, ir.While):
+        elif isinstance(e, ml.While):
             self.while_(e)
             out.emit(f"{target} = ()")
-        elif isinstance(e, ir.SetGlobal):
+        elif isinstance(e, ml.SetGlobal):
             self.stmt(e)
             out.emit(f"{target} = ()")
         else:
             out.emit(f"{target} = {self.expr(e)}")
 
-    def handle(self, e: ir.Handle, target: str | None) -> None:
+    def handle(self, e: ml.Handle, target: str | None) -> None:
         """`e handle ...` into `target`, or in tail position (`target` None). The handler runs
         after the `except` clause, not in it: an exception raised or passing there would
         otherwise be chained to the one caught and leave each frame of a recursion through
@@ -534,7 +536,7 @@ class FunctionCompiler:
         self.close_count()
         out.depth -= 1
 
-    def switch(self, e: ir.Switch, branch) -> None:
+    def switch(self, e: ml.Switch, branch) -> None:
         out = self.out
         subject = self.expr(e.subject)
         if not _atomic(subject):
@@ -548,7 +550,7 @@ class FunctionCompiler:
             tests = {0: f"not {subject}", 1: f"{subject}"}
         elif e.test == "con":
             rep = e.rep
-            tag = subject if rep == ir.ConRep.TAGS else f"{subject}[0]" if rep == ir.ConRep.ARGS else \
+            tag = subject if rep == ml.ConRep.TAGS else f"{subject}[0]" if rep == ml.ConRep.ARGS else \
                 f"({subject} if {subject}.__class__ is int else {subject}[0])"
             if len(cases) > 1 or e.default is not None:
                 tmp = out.temp()
@@ -648,7 +650,7 @@ class FunctionCompiler:
 
     def _expr(self, e) -> str:
         out = self.out
-        if isinstance(e, ir.Lit):
+        if isinstance(e, ml.Lit):
             v = e.value
             if v is None:
                 return "()"
@@ -657,11 +659,11 @@ class FunctionCompiler:
             if isinstance(v, float):
                 return self.const(v)
             return repr(v)
-        if isinstance(e, ir.Local):
+        if isinstance(e, ml.Local):
             return self.local(e.name)
-        if isinstance(e, ir.Global):
+        if isinstance(e, ml.Global):
             return f"G[{self.a.globals[e.name]}]"
-        if isinstance(e, ir.Tuple):
+        if isinstance(e, ml.Tuple):
             if e.order:  # fields written out of label order: evaluate them as written
                 parts = self.exprs([e.items[i] for i in e.order], atomic=True)
                 items = [""] * len(e.items)
@@ -672,7 +674,7 @@ class FunctionCompiler:
             if len(items) == 1:
                 return f"({items[0]},)"
             return f"({', '.join(items)})"
-        if isinstance(e, ir.Part):
+        if isinstance(e, ml.Part):
             v = self.expr(e.value)
             step = e.step
             if step == "cons":
@@ -684,7 +686,7 @@ class FunctionCompiler:
             if step == "deref":
                 return f"{v}[0]"
             return f"{v}[{step}]"
-        if isinstance(e, ir.Construct):
+        if isinstance(e, ml.Construct):
             if e.datatype == "list":
                 return "None" if e.tag == 0 else self.expr(e.arg)
             if e.datatype == "bool":
@@ -692,16 +694,16 @@ class FunctionCompiler:
             if e.arg is None:
                 return repr(e.tag)
             return f"({e.tag}, {self.expr(e.arg)})"
-        if isinstance(e, ir.MakeClosure):
+        if isinstance(e, ml.MakeClosure):
             if not e.free:
                 return self.constant("closure0", e.function, "c")
             free = self.exprs(e.free)
             info = self.a.info[e.function]  # made here, not through a maker: one Python call less
             d = f"{info.py}_d" if info.direct else "None"
             return f"Closure({info.py}, ({', '.join(free)},), {e.function!r}, {info.gen}, {info.pure}, {d})"
-        if isinstance(e, ir.Prim):
+        if isinstance(e, ml.Prim):
             return self.prim(e)
-        if isinstance(e, ir.CallKnown):
+        if isinstance(e, ml.CallKnown):
             callee = self.a.info[e.function]
             kind, call = self.call_text(callee, self.exprs(e.args))
             if kind == "value":
@@ -711,37 +713,37 @@ class FunctionCompiler:
             tmp = out.temp()
             out.emit(f"{tmp} = yield {call}")
             return tmp
-        if isinstance(e, ir.Apply):
+        if isinstance(e, ml.Apply):
             f, x = self.exprs((e.fn, e.arg), atomic=True)
             self.fresh = False
             tmp = out.temp()
             self.apply(f, x, tmp)
             return tmp
-        if isinstance(e, ir.Packet):
+        if isinstance(e, ml.Packet):
             con = self.expr(e.con)
             if e.arg is None:
                 return f"{con}.packet"
             con, arg = self.exprs((e.con, e.arg))
             return f"Packet({con}, {arg}, True)"
-        if isinstance(e, ir.BasisException):
+        if isinstance(e, ml.BasisException):
             if e.name not in ML_BASIS_EXCEPTIONS:  # never paste a name from an untrusted .hpg
                 raise ValueError(f"unknown basis exception {e.name!r}")
             return f"X_{e.name}"
-        if isinstance(e, ir.NewException):
+        if isinstance(e, ml.NewException):
             return f"ExnCon({e.name!r}, {e.has_arg})"
-        if isinstance(e, ir.Par):
+        if isinstance(e, ml.Par):
             return self.par(e)
-        if isinstance(e, ir.Sequence):
+        if isinstance(e, ml.Sequence):
             for x in e.exprs[:-1]:
                 self.stmt(x)
             return self.expr(e.exprs[-1])
-        if isinstance(e, ir.Let):
+        if isinstance(e, ml.Let):
             self.assign(e.value, self.local(e.name))
             return self.expr(e.body)
-        if isinstance(e, ir.SetGlobal | ir.While):
+        if isinstance(e, ml.SetGlobal | ml.While):
             self.stmt(e)
             return "()"
-        if isinstance(e, ir.Raise):
+        if isinstance(e, ml.Raise):
             out.emit(f"raise {self.expr(e.exn)}")
             return "()"
         tmp = out.temp()
@@ -848,7 +850,7 @@ class FunctionCompiler:
         self.out.emit(f"{tmp} = {x}")
         return tmp
 
-    def prim(self, e: ir.Prim) -> str:
+    def prim(self, e: ml.Prim) -> str:
         op = e.op
         if op not in BINARY and op not in UNARY or op in ("print", ":=", "ref"):
             self.fresh = False  # an effect, or a basis function: nothing is assumed of it
@@ -880,7 +882,7 @@ class FunctionCompiler:
             return f"{name}({args[0]})({args[1]})"
         return f"{name}({args[0]})"
 
-    def par(self, e: ir.Par) -> str:
+    def par(self, e: ml.Par) -> str:
         """`ForkJoin.par`: fork the right thunk as a task when both are pure, run the left one
         here, then join (taking the right one back to run here if no one has started it)."""
         out = self.out

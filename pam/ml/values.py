@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import uuid
 
-from hpgrem.primitives import ML_BASIS_EXCEPTIONS
+from hpgrem.ir.ml import ML_BASIS_EXCEPTIONS
 
 MAX_INT = (1 << 62) - 1
 MIN_INT = -(1 << 62)

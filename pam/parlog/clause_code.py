@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hpgrem.ir import Atom, Call, Clause, Float, Int, Struct, Term, Var, calls_in
+from hpgrem.ir.parlog import Atom, Call, Clause, Float, Int, Struct, Term, Var, calls_in
 from hpgrem.ir.parlog import deep_guard
 from pam.parlog import primitives
 from pam.parlog.arith import MAX_INT_BITS
@@ -611,7 +611,7 @@ class ClauseCode:
         e("return t")
 
     def scheduled(self, c: Call, tasks: list[Call]) -> bool:
-        """The schedule pass's restricted form (hpgrem/passes/schedule.py): a goal of a marked
+        """The schedule pass's restricted form (hpgrem/passes/parlog/schedule.py): a goal of a marked
         relation that no other goal of this body that becomes a task feeds (the flow analysis's
         note), in a relation that does not loop (its step's meter is the PE's, not a loop's
         count)."""

@@ -43,7 +43,7 @@ class GoalKind:
         if subcomputations is not None:
             from pam.parlog.subcomp import root_of  # it imports this module
             self.root_of = root_of
-        # The run-time threshold of node lifting (hpgrem/passes/lift.py), in instructions.
+        # The run-time threshold of node lifting (hpgrem/passes/parlog/lift.py), in instructions.
         self.threshold = 0.0 if costs is None else LIFT_MESSAGES * (
             costs.hop_startup + LIFT_MESSAGE_BYTES * costs.byte_one_way) / costs.instruction
 

@@ -34,10 +34,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from hpgrem.ir import Call, Span
-from hpgrem.ir import Struct as IRStruct
-from hpgrem.ir import Var as IRVar
-from hpgrem.ir import Atom, Float, Int
+from hpgrem.ir import Span
+from hpgrem.ir.parlog import Call
+from hpgrem.ir.parlog import Struct as IRStruct
+from hpgrem.ir.parlog import Var as IRVar
+from hpgrem.ir.parlog import Atom, Float, Int
 from pam.errors import ProgramFailure
 from pam.parlog.goal import Goal
 from pam.pe import SLICE

@@ -12,7 +12,7 @@ import re
 
 from pam.parlog.arith import MAX_INT_BITS, ArithError, compare, evaluate
 from pam.costs import DEFAULT
-from hpgrem.primitives import INLINE  # run at commit rather than as tasks (the table every layer agrees on)
+from hpgrem.ir.parlog.primitives import INLINE  # run at commit rather than as tasks (the table every layer agrees on)
 from pam.errors import Halt, ProgramFailure
 from pam.parlog.goal import Goal
 from pam.step import declare

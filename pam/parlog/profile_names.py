@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from hpgrem.ir import SEARCH
+from hpgrem.ir.parlog import SEARCH
 from pam.profile import CodeNames, Where, machine
 
 HERE = os.path.dirname(os.path.abspath(__file__))

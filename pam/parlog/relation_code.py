@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hpgrem.ir import Atom, Clause, Float, Int, Relation, Struct, Term, Var, calls_in
+from hpgrem.ir.parlog import Atom, Clause, Float, Int, Relation, Struct, Term, Var, calls_in
 from pam.parlog.clause_code import ClauseCode
 from pam.parlog.notes import ARITH_TASKS, COST, DEST, FED, LIFT, LOOP, SCHEDULE, SHARE, SWITCH
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 
-from hpgrem.ir import SEARCH, AllSolutions, Atom, Float, Int, Module, Relation, Term
+from hpgrem.ir import Module
+from hpgrem.ir.parlog import SEARCH, AllSolutions, Atom, Float, Int, Relation, Term
 from pam.parlog import primitives, search
 from pam.parlog.clause_code import is_ground, to_runtime
 from pam.costs import DEFAULT

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 
-from hpgrem.ir import SEARCH, AllSolutions, Atom, Call, Float, Int, Module, Struct, Term, Var, calls_in
+from hpgrem.ir import Module
+from hpgrem.ir.parlog import SEARCH, AllSolutions, Atom, Call, Float, Int, Struct, Term, Var, calls_in
 from pam.emit import Emitter
 from pam.errors import ProgramFailure
 from pam.parlog import primitives

@@ -63,11 +63,11 @@ class StepGraph:
 
 def step_graph(module) -> StepGraph:
     """The step graph of `module`: a StepGraph as it is, or read from the `tensor.Graph` rule
-    "step" of a module of the tensor dialect (hpgrem/ir/tensor.py)."""
+    "step" of a module of the tensor dialect (hpgrem/ir/tensor/__init__.py)."""
     if isinstance(module, StepGraph):
         return module
     from hpgrem.ir.tensor import Get, Input, Param, State, graph_of
-    from hpgrem.ir.tensor_dialect import op_attrs
+    from hpgrem.ir.tensor.dialect import op_attrs
 
     graph = graph_of(module)
     kinds: dict[type, list] = {Param: [], State: [], Input: []}

@@ -1,4 +1,4 @@
-"""The tensor dialect's kernels: numpy code for every op of hpgrem/ir/tensor_dialect.py's `OPS`
+"""The tensor dialect's kernels: numpy code for every op of hpgrem/ir/tensor/dialect.py's `OPS`
 (the collectives excepted: the runtime runs those), with the FLOPs each call does (the runtime's
 virtual time), and `evaluate`, the sequential reference evaluator of a graph.
 
@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 from hpgrem.ir.tensor import Get, Input, Param, State, graph_of
-from hpgrem.ir.tensor_dialect import op_attrs
+from hpgrem.ir.tensor.dialect import op_attrs
 from pam.tensor import offload
 
 Shapes = list[tuple[int, ...]]

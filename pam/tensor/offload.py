@@ -6,7 +6,7 @@ keeps the data; nothing is left on disk when it is dropped). A value on the host
 array like any other, so the runtime's slots, the job's persistent values and checkpoints read
 it unchanged; the memory accounting (pam/tensor/memory.py) counts it as host bytes. What is
 offloaded, and where the fetches stand (ahead of use), is the lowering's choice
-(hpgrem/passes/offload.py); when a fetch may run is the runtime's back-pressure
+(hpgrem/passes/tensor/offload.py); when a fetch may run is the runtime's back-pressure
 (pam/tensor/runtime.py: a device budget).
 """
 

@@ -1,4 +1,4 @@
-"""A pipeline stage's step: its action list (hpgrem/ir/tensor_schedule.py) run in order.
+"""A pipeline stage's step: its action list (hpgrem/ir/tensor/schedule.py) run in order.
 
 One task per PE, the *action runner*, walks the list: each kernel of a compute action is one
 step of it (charged its FLOPs, as an op task is), a bucket's collective is handed to its
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hpgrem.ir import NO_SPAN
-from hpgrem.ir.tensor_schedule import COMPUTE, Action
+from hpgrem.ir.tensor.schedule import COMPUTE, Action
 from pam.step import WaitAll, declare
 from pam.task import Task
 

@@ -1,0 +1,1 @@
+"""The ML dialect's passes (hpgrem/passes/__init__.py is their table)."""
