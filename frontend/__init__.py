@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from frontend.diagnostics import CompileError, Diagnostic
+from hpgrem.diagnostics import CompileError, Diagnostic
 from hpgrem.ir import Module
 
 

@@ -1033,7 +1033,7 @@ def test_a_long_list_compiles_to_an_hpg_file_and_runs(tmp_path):
 
 def test_thousands_of_errors_are_shown_as_twenty_and_a_count(tmp_path):
     """A mutant naming one variable 3,000 times in a pattern printed 3,000 diagnostics."""
-    from frontend.diagnostics import MAX_ERRORS
+    from hpgrem.diagnostics import MAX_ERRORS
     path = tmp_path / "a.sml"
     path.write_text("fun f " + "x " * 3000 + "= 1;\n")
     status, _, stderr, _ = run_cli(["check", str(path)])

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frontend.diagnostics import CompileError
+from hpgrem.diagnostics import CompileError
 from frontend.ml import syntax as s
 from frontend.ml.lexer import split_chunks, tokenize
 from frontend.ml.parser import parse_program

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frontend.diagnostics import CompileError
+from hpgrem.diagnostics import CompileError
 from frontend.ml import Elaborator, elaborate_program, split_chunks
 from frontend.ml import typed as t
 from frontend.ml.types import TVar, show, show_scheme

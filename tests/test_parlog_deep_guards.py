@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from conftest import EXAMPLES, compile_source, expected_output, hpgrem, run_program
-from frontend.diagnostics import CompileError
+from hpgrem.diagnostics import CompileError
 
 MPIEXEC = shutil.which("mpiexec")
 PROGRAMS = ["deep_guards", "metacall"]

@@ -9,7 +9,7 @@ import io
 import pytest
 
 from conftest import EXAMPLES, ROOT, expected_output, hpgrem, run_program
-from frontend.diagnostics import CompileError
+from hpgrem.diagnostics import CompileError
 from hpgrem.driver.pipeline import Options, UsageError, compile_file, compile_text
 from hpgrem.serialize import dumps
 

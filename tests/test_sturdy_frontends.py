@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, hpgrem
-from frontend.diagnostics import MAX_NESTING, Diagnostic
+from hpgrem.diagnostics import MAX_NESTING, Diagnostic
 from frontend.parlog.parser import _parse
 from frontend.parlog.reader import read_program
 from hpgrem.ir import Span

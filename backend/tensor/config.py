@@ -191,7 +191,7 @@ class TomlSyntaxError(ConfigError):
 
 def _syntax_error(path: str, text: str, e: tomllib.TOMLDecodeError) -> ConfigError:
     """A TOML syntax error, at FILE:LINE:COL where tomllib says where."""
-    from frontend.diagnostics import Diagnostic
+    from hpgrem.diagnostics import Diagnostic
     from hpgrem.ir import Span
     message = str(e)
     m = _AT.search(message)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from frontend import Compiled
-from frontend.diagnostics import CompileError, Diagnostic
+from hpgrem.diagnostics import CompileError, Diagnostic
 from frontend.ml.declarations import TopLevel
 from frontend.ml.lexer import SourceChunk, split_chunks
 from frontend.ml.parser import parse_chunk

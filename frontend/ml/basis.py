@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from frontend.diagnostics import Diagnostic
+from hpgrem.diagnostics import Diagnostic
 from frontend.ml.env import BasisBinding, ConBinding, ExnBinding, Scope, TypeFun, elaborate_ty
 from frontend.ml.parser import parse_type
 from frontend.ml.typed import ExnName

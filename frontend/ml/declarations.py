@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from itertools import count
 
-from frontend.diagnostics import CompileError, Diagnostic
+from hpgrem.diagnostics import CompileError, Diagnostic
 from frontend.ml import basis
 from frontend.ml import match as m
 from frontend.ml import syntax as s

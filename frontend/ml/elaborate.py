@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from itertools import count
 
-from frontend.diagnostics import Diagnostic
+from hpgrem.diagnostics import Diagnostic
 from frontend.ml import basis
 from frontend.ml import match as m
 from frontend.ml import syntax as s

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from frontend.diagnostics import Diagnostic
+from hpgrem.diagnostics import Diagnostic
 from frontend.ml import syntax as s
 from frontend.ml.typed import ExnName, Var
 from frontend.ml.types import (Constructor, Scheme, TCon, TyCon, Type, arrow, record_type, substitute,

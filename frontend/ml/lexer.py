@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from lark import Token
 
-from frontend.diagnostics import CompileError, Diagnostic
+from hpgrem.diagnostics import CompileError, Diagnostic
 from hpgrem.ir import Span
 
 RESERVED = {

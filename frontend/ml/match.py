@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from frontend.diagnostics import Diagnostic
+from hpgrem.diagnostics import Diagnostic
 from frontend.ml.typed import Arm, ExnName, Expr, Fail, Leaf, Match, Path, Switch, Tree, Var
 from frontend.ml.types import Constructor, Type
 from hpgrem.ir import Span

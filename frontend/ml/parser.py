@@ -16,7 +16,7 @@ from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import Lexer
 from lark.visitors import Transformer_NonRecursive
 
-from frontend.diagnostics import CompileError, Diagnostic, check_nesting, excerpt
+from hpgrem.diagnostics import CompileError, Diagnostic, check_nesting, excerpt
 from frontend.lark_cache import lark_cache
 from frontend.ml import syntax as s
 from frontend.ml.lexer import SourceChunk, split_chunks, tokenize

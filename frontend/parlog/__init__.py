@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from frontend import Compiled
-from frontend.diagnostics import CompileError, Diagnostic
+from hpgrem.diagnostics import CompileError, Diagnostic
 from frontend.parlog.check import PRELUDE_PREFIX, collect_relations, resolve
 from frontend.parlog.lower import lower_clause
 from frontend.parlog.search_check import check_searches

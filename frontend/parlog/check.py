@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from frontend.diagnostics import Diagnostic
+from hpgrem.diagnostics import Diagnostic
 from frontend.parlog.lower import lower_clause
 from frontend.parlog.parser import Directive, Item, ModeDecl
 from hpgrem.ir import Span

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from frontend.diagnostics import Diagnostic
+from hpgrem.diagnostics import Diagnostic
 from hpgrem.ir import Span
 from hpgrem.ir.parlog import AllSolutions, Atom, Body, Call, Clause, Conj, ConjOp, Float, Int, Relation, Struct, Term, Var, relation_key, term_vars
 from hpgrem.ir.parlog.primitives import NOT_YET

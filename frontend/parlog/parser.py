@@ -17,7 +17,7 @@ from lark import Lark, Token, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 from lark.visitors import Transformer_NonRecursive
 
-from frontend.diagnostics import CompileError, Diagnostic, check_nesting, excerpt
+from hpgrem.diagnostics import CompileError, Diagnostic, check_nesting, excerpt
 from frontend.lark_cache import lark_cache
 from frontend.parlog.reader import read_program
 from hpgrem.ir import NO_SPAN, Span

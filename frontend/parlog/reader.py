@@ -23,7 +23,7 @@ from hpgrem.ir import Span
 from hpgrem.ir.parlog import Atom, Float, Int, Struct, Term, Var, make_list
 
 DEPTH = 300
-"""The deepest nesting read here (well under frontend.diagnostics.MAX_NESTING: Lark reads and
+"""The deepest nesting read here (well under hpgrem.diagnostics.MAX_NESTING: Lark reads and
 refuses the deeper ones)."""
 
 _OP700 = ("=..", "\\==", "=:=", "=\\=", "==", "=<", ">=", "\\=", "=", "<", ">", "is")

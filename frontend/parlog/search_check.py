@@ -8,7 +8,7 @@ lowered to).
 
 from __future__ import annotations
 
-from frontend.diagnostics import Diagnostic
+from hpgrem.diagnostics import Diagnostic
 from frontend.parlog.check import PRELUDE_PREFIX
 from hpgrem.ir.parlog import SEARCH, AllSolutions, Relation, calls_in
 from hpgrem.ir.parlog.primitives import PRIMITIVES, SEARCH_PRIMITIVES

@@ -402,7 +402,7 @@ def _sentinel_done(status: int) -> None:
 
 
 def _report_failure(f, goal: str | None) -> None:
-    from frontend.diagnostics import Diagnostic
+    from hpgrem.diagnostics import Diagnostic
     what = f"{f.goal} failed" if f.goal else "the program failed"
     message = f"{what}: {f.message}" + (f" (on PE {f.pe})" if f.pe else "")
     if f.span is not None and f.span.line > 0:
@@ -485,12 +485,12 @@ _STARTED = [None]  # when the command (its process) started, time.monotonic(): -
 # Whether main() is the process's command (argv from sys.argv) and may end the whole process at
 # --timeout's hard stops; a host calling main(argv), such as the test suite, is never ended by them.
 _OWNS_PROCESS = [False]
-_QUOTABLE = [None]  # the source lines this command's diagnostics may quote (frontend.diagnostics)
+_QUOTABLE = [None]  # the source lines this command's diagnostics may quote (hpgrem.diagnostics)
 
 
 def main(argv: list[str] | None = None) -> int:
     _open_closed_streams()  # first: importing opens files, which would take a closed descriptor
-    from frontend.diagnostics import Quotable
+    from hpgrem.diagnostics import Quotable
     from pam.limits import process_started
     _STARTED[0] = process_started() if argv is None else time.monotonic()
     _OWNS_PROCESS[0] = argv is None
@@ -540,7 +540,7 @@ def _cause_of_kind(error: BaseException, kind: type) -> BaseException | None:
 
 def _guard(run, goal: str | None) -> int:
     """Run a command, turning every user error into its message and exit status."""
-    from frontend.diagnostics import CompileError
+    from hpgrem.diagnostics import CompileError
     from pam.errors import LimitExceeded
     try:
         return run()

@@ -495,7 +495,7 @@ def source_lines(module: Module, text: str) -> dict[int, str]:
     each cut to MAX_SOURCE_LINE characters: what `Module.source_lines` keeps."""
     named = named_lines(module)
     out: dict[int, str] = {}
-    # lines end at "\n", as the front ends count them (frontend/diagnostics.py): splitlines()
+    # lines end at "\n", as the front ends count them (hpgrem/diagnostics.py): splitlines()
     # would also break at \f, \v and U+2028 and number every later line wrong
     for number, line in enumerate(text.split("\n"), 1):
         if number in named:

@@ -7,17 +7,23 @@ An ML function is reached by a call or by making a closure of it.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, replace
 
-from hpgrem.ir import Module, walk
-from hpgrem.ir.ml import CallKnown, MakeClosure
-from hpgrem.ir.parlog import calls_in
+from hpgrem.ir import Module
+
+# dialect -> "module:function": the rules the entry reaches (None: any may be reached); the pass
+# names no dialect
+REACHABLE: dict[str, str] = {
+    "parlog": "hpgrem.passes.parlog.reach:reachable",
+    "ml": "hpgrem.passes.ml.reach:reachable",
+}
 
 
 @dataclass(frozen=True)
 class PruneUnreachable:
     name: str = "prune-unreachable"
-    dialects: tuple[str, ...] = ("parlog", "ml")
+    dialects: tuple[str, ...] = tuple(REACHABLE)
     # PARLOG estimates stay true (a relation's recursive group is reachable whenever the
     # relation is), and so does what each kept body's goals feed; slots of ML globals are
     # numbered over the functions kept (ml-kinds is not preserved).
@@ -26,36 +32,6 @@ class PruneUnreachable:
     def apply(self, module: Module) -> Module:
         if module.entry is None:
             return module
-        kept = _reachable_functions(module) if module.dialect == "ml" else _reachable_relations(module)
+        where, function = REACHABLE[module.dialect].split(":")
+        kept = getattr(importlib.import_module(where), function)(module)
         return module if kept is None or len(kept) == len(module.rules) else replace(module, rules=kept)
-
-
-def _reachable_relations(module: Module) -> dict | None:
-    """The relations the entry reaches (None when a `call/1` may reach any)."""
-    seen = {module.entry.target}
-    todo = [module.entry.target]
-    while todo:
-        rel = module.rules.get(todo.pop())
-        if rel is None:
-            continue
-        for group in rel.groups:
-            for clause in group:
-                for call in (*clause.guard, *calls_in(clause.body)):
-                    if call.target in ("call/1", "call/3"):
-                        return None
-                    if call.target in module.rules and call.target not in seen:
-                        seen.add(call.target)
-                        todo.append(call.target)
-    return {k: r for k, r in module.rules.items() if k in seen}
-
-
-def _reachable_functions(module: Module) -> dict:
-    seen = {module.entry.target}
-    todo = [module.entry.target]
-    while todo:
-        fn = module.rules.get(todo.pop())
-        for x in walk(fn.body) if fn is not None else ():
-            if isinstance(x, (CallKnown, MakeClosure)) and x.function not in seen:
-                seen.add(x.function)
-                todo.append(x.function)
-    return {k: f for k, f in module.rules.items() if k in seen}

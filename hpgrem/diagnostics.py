@@ -1,4 +1,5 @@
-"""One diagnostic type for every front end, rendered as `FILE:LINE:COL: error: MESSAGE`,
+"""User errors with a source position: one diagnostic type for every layer that reads a file (the
+front ends, the tensor back end's TOML), at the bottom of the layers, rendered as `FILE:LINE:COL: error: MESSAGE`,
 then the source line and a caret under the column (spec/cli.md).
 
 Lines end at `\\n` (a `\\r` before it is part of the line break), in the lexers and here alike,
