@@ -1,8 +1,9 @@
 """Front ends: parsers, checkers and lowering to HPGREM.
 
-Every front end is a package with one entry, `compile_program(text, file, goal=None) ->
+Every front end is a module with one entry, `compile_program(text, file, goal=None) ->
 Compiled`, found by the program file's extension in `FRONT_ENDS` and imported only when a
-program needs it (hpgrem/driver/pipeline.py is the one caller that chooses).
+program needs it (hpgrem/driver/pipeline.py is the one caller that chooses). A dialect from
+outside the project (HPGREM_PLUGINS) adds its own with `register_front_end`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class Compiled:
 
 @dataclass(frozen=True)
 class FrontEnd:
-    package: str  # the package whose `compile_program` is the entry
+    package: str  # the module whose `compile_program` is the entry
     goals: bool  # whether `--goal` can replace the program's main
 
     def compile(self, text: str, file: str, goal: str | None = None) -> Compiled:
@@ -64,3 +65,17 @@ def _collector_paused() -> Iterator[None]:
 PARLOG = FrontEnd("frontend.parlog", goals=True)
 ML = FrontEnd("frontend.ml", goals=False)
 FRONT_ENDS: dict[str, FrontEnd] = {".par": PARLOG, ".parlog": PARLOG, ".sml": ML, ".ml": ML}
+
+
+def register_front_end(extensions: tuple[str, ...], front_end: FrontEnd) -> None:
+    """Make `front_end` compile the files whose extension is one of `extensions` (`.toy`): a
+    plug-in's front end registers so. An extension taken by another front end is a ValueError."""
+    if not isinstance(front_end, FrontEnd):
+        raise TypeError("register_front_end takes a FrontEnd")
+    for ext in extensions:
+        if not (isinstance(ext, str) and ext.startswith(".") and len(ext) > 1 and ext == ext.lower()):
+            raise ValueError(f"a file extension is a lowercase '.name', not {ext!r}")
+        if ext == ".hpg" or FRONT_ENDS.get(ext, front_end) != front_end:
+            raise ValueError(f"the file extension {ext!r} has a front end already")
+    for ext in extensions:
+        FRONT_ENDS[ext] = front_end

@@ -10,7 +10,8 @@ time when the sum is at most its option `limit`. Its runtime makes one *sum* tas
 sum node (a node shared by many places is one value: computed once), each waiting for both its
 inputs (a counted wait), charged by the size of its numbers; idle PEs steal sums, and a sum done
 on another PE sends its result home by the runtime's own message kind TOY-SUM. The entry's
-one output is bound to the value of the definition.
+one output is bound to the value of the definition. Its front end reads `.toy` files: one
+expression of numbers, `+` and tuples.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from hpgrem.serialize import HpgFormatError, dumps, loads
 from hpgrem.verify import verify
 from hpgrem.ir.rewrite import Rewriter
 from hpgrem.passes import Option, annotated, register_pass
+from frontend import Compiled, FrontEnd, register_front_end
+from hpgrem.diagnostics import CompileError, Diagnostic
 from pam.runtimes import register_runtime
 from pam.step import WaitAll, declare
 from pam.task import Task
@@ -263,6 +266,44 @@ def _resolved(value):
 register_runtime("toy", ToyRuntime)
 
 
+def compile_program(text: str, file: str, goal: str | None = None) -> Compiled:
+    """The toy front end: a `.toy` file is one expression of numbers, `+` and tuples, the value
+    of `main`; a mistake is a diagnostic at its line and column."""
+    def error(line: int, col: int, message: str) -> Compiled:
+        return Compiled(None, error=CompileError([Diagnostic(Span(file, line, col), message)]))
+
+    try:
+        tree = ast.parse(text, file, mode="eval")
+    except SyntaxError as e:
+        return error(e.lineno or 1, e.offset or 1, f"syntax error: {e.msg}")
+
+    def build(x: ast.AST) -> Node:
+        span = Span(file, x.lineno, x.col_offset + 1)
+        if isinstance(x, ast.Constant) and type(x.value) is int and x.value >= 0:
+            return Num(x.value, span)
+        if isinstance(x, ast.BinOp) and isinstance(x.op, ast.Add):
+            return Add(build(x.left), build(x.right), span)
+        if isinstance(x, ast.Tuple) and x.elts:
+            return Tuple(tuple(build(e) for e in x.elts), span)
+        raise _NotToy(span)
+
+    try:
+        body = build(tree.body)
+    except _NotToy as e:
+        return error(e.span.line, e.span.col, "a toy program has numbers, + and tuples only")
+    rule = Def("toy:main", "main", body, body.span)
+    module = ir.Module(file, {rule.key: rule}, ir.Entry(rule.key, ("X",)), "toy", {}, {})
+    return Compiled(replace(module, source_lines=ir.source_lines(module, text)))
+
+
+class _NotToy(Exception):
+    def __init__(self, span: Span):
+        self.span = span
+
+
+register_front_end((".toy",), FrontEnd(__name__, goals=False))
+
+
 def toy_module(n: int = 3, width: int = 0) -> ir.Module:
     """`(1 + 1 ...` doubled `n` times, each sum shared by the next (2^n paths, n sums), then
     with `width` the sum of 1..width as a balanced tree of width - 1 distinct sums, and 7."""
@@ -401,3 +442,37 @@ def test_the_command_runs_it_as_a_plugin(launch, passes, tmp_path):
     assert "def toy:main = toy.Tuple((%1 = (%2 = (1 + 1) + %2) + %1), " in printed.stdout, printed.stderr
     alone = subprocess.run(plain, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert alone.returncode == 2 and "unknown dialect 'toy'" in alone.stderr
+
+
+@pytest.mark.parametrize("launch", [[], ["--pes", "16"], "mpi"], ids=["1pe", "16pes", "mpiexec-n2"])
+def test_a_plugin_in_a_folder_outside_the_project_runs_from_its_own_source(launch, tmp_path):
+    """This file copied to a folder of its own, outside the project, is a dialect whose front
+    end, pass (with an option), runtime, task kind and message kind reach the command through
+    HPGREM_PLUGINS alone: `hpgrem run prog.toy` gives the same result on 1 PE, 16 PEs and 2 ranks."""
+    plugin = tmp_path / "toy_dialect" / "toy.py"
+    plugin.parent.mkdir()
+    shutil.copy(__file__, plugin)
+    program = tmp_path / "prog.toy"
+    program.write_text("((1 + 1) + (1 + 1), " + " + ".join(map(str, range(1, 65))) + ", 7)\n")
+    command = [sys.executable, "-m", "hpgrem.driver.cli", "run", str(program), "--passes", "toy-fold",
+               "--pass-option", "toy-fold.limit=4"]
+    if launch == "mpi":
+        if MPIEXEC is None:
+            pytest.fail("mpiexec is not installed")
+        command = [MPIEXEC, "-n", "2", *command]
+    else:
+        command += launch
+    env = {**os.environ, PLUGINS: str(plugin)}
+    r = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert (r.returncode, r.stdout) == (0, "X = (4, 2080, 7)\n"), r.stderr
+    if launch == []:
+        helped = subprocess.run([sys.executable, "-m", "hpgrem.driver.cli", "ir", "--help"],
+                                capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+        assert "toy-fold.limit=INT" in helped.stdout, helped.stderr
+        bad = tmp_path / "bad.toy"
+        bad.write_text("(1, 2 - 1)\n")
+        r = subprocess.run(command[:4] + [str(bad)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+        assert r.returncode == 2 and f"{bad}:1:5: error: a toy program has numbers" in r.stderr, r.stderr
+        assert "(1, 2 - 1)\n    ^" in r.stderr
+        alone = subprocess.run(command[:5], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        assert alone.returncode == 2 and "unknown file type '.toy'" in alone.stderr

@@ -175,7 +175,9 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def _passes_help() -> str:
-    """`hpgrem ir --help`'s list of passes."""
+    """`hpgrem ir --help`'s list of passes, the plug-ins' (HPGREM_PLUGINS) among them."""
+    from hpgrem.ir.dialects import load_plugins
+    load_plugins()
     from hpgrem.passes import ANALYSIS_TABLE, LEVELS, MACHINE_ANALYSES, PASS_TABLE, options_help
     lines = ["optimizing passes (in the order they run):"]
     for name in PASS_TABLE:

@@ -113,8 +113,11 @@ def pass_options(options: Options) -> dict[str, dict[str, object]]:
 def _check_kind(file: str, options: Options) -> None:
     """Refuse, before reading anything, a file of no known kind and options that do not apply."""
     from frontend import FRONT_ENDS
+    from hpgrem.ir.dialects import load_plugins
 
     ext = Path(file).suffix.lower()
+    if ext != ".hpg" and ext not in FRONT_ENDS:
+        load_plugins()  # a plug-in's front end (HPGREM_PLUGINS) registers its extensions
     if ext == ".hpg":
         if options.goal is not None:
             raise UsageError("--goal needs the source program, not a compiled .hpg file")
