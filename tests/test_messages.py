@@ -142,7 +142,7 @@ class ArrayRuntime:
 
 
 def run_array(runtime: ArrayRuntime, **options):
-    module = Module("arrays", {}, Entry("main/1", ("Sums",)))
+    module = Module("arrays", {}, Entry("main/1", ("Sums",)), "parlog")
     result = Machine(module, stream=io.StringIO(), runtime=runtime, **options).run()
     return result.bindings, result.stats.to_json()
 
@@ -267,7 +267,7 @@ def _main() -> None:
     from pam.errors import RankExit
 
     runtime = ArrayRuntime(owner=1, readers=3)
-    module = Module("arrays", {}, Entry("main/1", ("Sums",)))
+    module = Module("arrays", {}, Entry("main/1", ("Sums",)), "parlog")
     try:
         result = Machine(module, runtime=runtime, comm=MPI.COMM_WORLD).run()
     except RankExit as e:

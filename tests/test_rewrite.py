@@ -52,7 +52,7 @@ def test_substitute_locals():
 
 def _clause_body(body) -> ir.Module:
     rel = parlog.Relation("main/0", "main", (), ((parlog.Clause((), (), body, 0, S),),), S)
-    return ir.Module("t", {"main/0": rel}, ir.Entry("main/0", ()))
+    return ir.Module("t", {"main/0": rel}, ir.Entry("main/0", ()), "parlog")
 
 
 def test_simplify_splices_conjunctions_and_drops_true():

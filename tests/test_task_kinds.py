@@ -199,7 +199,7 @@ class AskingRuntime(ChainRuntime):
 
 
 def chain_module() -> Module:
-    return Module("chain", {}, Entry("chain/1", ("Total",)))
+    return Module("chain", {}, Entry("chain/1", ("Total",)), "parlog")
 
 
 def run_chain(runtime: ChainRuntime, **options):

@@ -58,7 +58,7 @@ def _lower_program(text: str, file: str, goal: str | None) -> Module:
     check_searches(user, diagnostics)
     if diagnostics:
         raise CompileError(sorted(diagnostics, key=lambda d: (d.span.file != file, d.span.line, d.span.col)))
-    return Module(file, {**lib, **user}, entry)
+    return Module(file, {**lib, **user}, entry, "parlog")
 
 
 def _goal_relation(goal: str, diagnostics: list[Diagnostic]) -> tuple[Relation | None, list[Relation]]:

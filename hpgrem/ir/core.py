@@ -462,8 +462,8 @@ class Module:
 
     source: str
     rules: dict[str, Rule]
-    entry: Entry | None = None
-    dialect: str = "parlog"
+    entry: Entry | None
+    dialect: str  # no default: the core assumes no language
     annotations: dict[str, dict[str, AnnotationValue]] = field(default_factory=dict)
     source_lines: dict[int, str] = field(default_factory=dict)
 
