@@ -18,10 +18,9 @@ import traceback
 from hpgrem.driver.args import MAX_PES, mpi_comm, pes, positive_int
 from hpgrem.driver.outputs import check_output, write_output
 from hpgrem.driver.pipeline import DEFAULT_LEVEL
-from hpgrem.errors import UsageError
+from hpgrem.errors import (EXIT_BROKEN_PIPE, EXIT_DEADLOCK, EXIT_FAILURE, EXIT_INTERNAL, EXIT_LIMIT, EXIT_OK,
+                           EXIT_USAGE, UsageError)
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_DEADLOCK, EXIT_LIMIT, EXIT_INTERNAL = 0, 1, 2, 3, 4, 70
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 # to be of use (a program that only prints takes 20 s on 512 PEs: idle PEs steal and the
 # termination token goes round them all)
 LEVELS_HELP = {0: "no optimizing pass (the graph as the front end built it)", 1: "prune-unreachable",

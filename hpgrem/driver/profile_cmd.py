@@ -8,8 +8,7 @@ from __future__ import annotations
 import sys
 
 from hpgrem.driver.outputs import write_output
-
-EXIT_INTERNAL = 70
+from hpgrem.errors import EXIT_INTERNAL
 
 
 class Profiling:

@@ -20,7 +20,7 @@ from typing import Any
 
 from hpgrem.driver.args import ArgumentParser, pes
 from hpgrem.driver.outputs import check_output, write_output
-from hpgrem.errors import UsageError
+from hpgrem.errors import EXIT_USAGE, UsageError
 
 
 def train_parser() -> argparse.ArgumentParser:
@@ -86,7 +86,7 @@ def cmd_train(argv: list[str], comm) -> int:
         config = load_config(args.config, overrides)
     except TomlSyntaxError as e:  # FILE:LINE:COL, the line and a caret (spec/cli.md)
         print(e.diagnostic.render(e.text), file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     options = RunOptions(pes=args.pes, topology=args.topology, data=args.data, flops_per_s=args.flops_per_s,
                          resume=args.resume, fail_pe=args.fail_pe, show_schedule=args.show_schedule,
                          relayout=args.relayout)
