@@ -21,6 +21,7 @@ from frontend.lark_cache import lark_cache
 from frontend.ml import syntax as s
 from frontend.ml.lexer import SourceChunk, split_chunks, tokenize
 from hpgrem.ir import Span
+from hpgrem.ir.ml import INT_MAX, INT_MIN
 
 
 class _TokenFeed(Lexer):
@@ -225,7 +226,7 @@ class _Build(Transformer_NonRecursive):
         # 20 digits or more are out of range whatever they are: not converting them also keeps
         # a huge literal clear of Python's limit on int/str conversion.
         value = int(text, 16 if "x" in text else 10) if len(digits) < 20 else None
-        if value is None or not -(1 << 62) <= value < (1 << 62):
+        if value is None or not INT_MIN <= value <= INT_MAX:
             raise _SyntaxError(self._span(tok), f"integer constant {excerpt(text.replace('-', '~'))} is out "
                                                 "of range for int (63 bits, as in Poly/ML)")
         return value

@@ -23,9 +23,8 @@ from __future__ import annotations
 import uuid
 
 from hpgrem.ir.ml import ML_BASIS_EXCEPTIONS
+from hpgrem.ir.ml import INT_MAX as MAX_INT, INT_MIN as MIN_INT  # noqa: F401 (the runtime's names of the IR's one range of int)
 
-MAX_INT = (1 << 62) - 1
-MIN_INT = -(1 << 62)
 
 NONE = 0
 
