@@ -41,6 +41,10 @@ FORK, JOIN, CANCEL = "fork", "join", "cancel"
 POLL = 16383
 TICK = f"calls[0] += 1\nif calls[0] > {POLL}: tick()"
 LONG = 400  # characters of one generated expression before it is split into statements
+# A pure node used in several places (the IR is a graph) whose expression is longer than this is
+# computed once into a temporary that its later places read; a shorter one is written again
+# at each (its text made once): so code grows with the distinct nodes, not the paths.
+SHARED_LONG = 60
 # Python refuses more than 100 levels of indentation and 20 nested try/while blocks: code nested
 # deeper than these goes into a helper function of its own (`FunctionCompiler.helper`).
 MAX_DEPTH = 40
@@ -116,6 +120,15 @@ class FunctionCompiler:
         self.root = root if root is not None else self
         self.helpers: list[str] = []
         self.trys: list[_Try] = []  # the handlers' `try` bodies open around the code being emitted
+        # A node object used in several places of the body (the IR is a graph) means what copies
+        # would: when it is pure (`_shareable`), its text is made once, by node id (`expr`), and
+        # a long one names its value (SHARED_LONG). What a block made is forgotten when the
+        # block ends (a name set in it may not be set after it).
+        self.shared: dict[int, bool] = root.shared if root is not None else _shareable(self.fn.body)
+        self.memo: dict[int, str] = {}
+        # The locals bound so far, and how many times one was bound again (`rebound`).
+        self.bound: set[str] = root.bound if root is not None else set(self.fn.params)
+        self.rebinds = 0
 
     @property
     def py_name(self) -> str:
@@ -135,6 +148,24 @@ class FunctionCompiler:
         if py is None:
             py = self.names[name] = f"v{len(self.names)}"
         return py
+
+    def rebound(self, name: str) -> None:
+        """`name` was bound: if it was before (a name bound in two places), what was computed
+        from its old value no longer holds, and nothing shared is read from before (nor, once
+        the blocks around end, from before them: `remember`)."""
+        if name in self.bound:
+            self.memo = {}
+            self.rebinds += 1
+        self.bound.add(name)
+
+    def remember(self) -> tuple[dict[int, str], int]:
+        """What a block that starts now restores when it ends (`forget`)."""
+        return dict(self.memo), self.rebinds
+
+    def forget(self, saved: tuple[dict[int, str], int]) -> None:
+        """A block ends: what it computed may not have been (it may not have run)."""
+        memo, rebinds = saved
+        self.memo = memo if rebinds == self.rebinds else {}
 
     def constant(self, kind: str, key, prefix: str) -> str:
         """The name in the generated module of the object (`kind`, `key`): a literal, a primitive,
@@ -268,6 +299,7 @@ class FunctionCompiler:
             self.block(lambda: self.ret(e.else_))
         elif isinstance(e, ml.Let):
             self.assign(e.value, self.local(e.name))
+            self.rebound(e.name)
             self.ret(e.body)
         elif isinstance(e, ml.Sequence):
             for x in e.exprs[:-1]:
@@ -314,9 +346,11 @@ class FunctionCompiler:
     def block(self, body) -> None:
         self.out.depth += 1
         n = len(self.out.lines)
+        saved = self.remember()
         self.open_count()
         body()
         self.close_count()
+        self.forget(saved)
         if len(self.out.lines) == n:
             self.out.emit("pass")
         self.out.depth -= 1
@@ -447,11 +481,13 @@ class FunctionCompiler:
         self.blocks += 1
         self.emit_tick()
         self.traced("None")
+        saved = self.remember()
         self.open_count()
         c = self.expr(e.cond)
         out.emit(f"if not {c}: break")
         self.stmt(e.body)
         self.close_count()
+        self.forget(saved)
         self.blocks -= 1
         out.depth -= 1
 
@@ -468,6 +504,7 @@ class FunctionCompiler:
             self.block(lambda: self.assign(e.else_, target))
         elif isinstance(e, ml.Let):
             self.assign(e.value, self.local(e.name))
+            self.rebound(e.name)
             self.assign(e.body, target)
         elif isinstance(e, ml.Sequence):
             for x in e.exprs[:-1]:
@@ -498,6 +535,7 @@ class FunctionCompiler:
         self.blocks += 1
         self.fresh = False
         caught = self.local(e.name)
+        self.rebound(e.name)
         if target is not None:
             out.emit(f"{caught} = None")
         out.emit("try:")
@@ -531,9 +569,11 @@ class FunctionCompiler:
             return
         out.emit(f"if {caught} is not None:")
         out.depth += 1
+        saved = self.remember()
         self.open_count()
         self.assign(e.handler, target)
         self.close_count()
+        self.forget(saved)
         out.depth -= 1
 
     def switch(self, e: ml.Switch, branch) -> None:
@@ -641,7 +681,15 @@ class FunctionCompiler:
         return results
 
     def expr(self, e) -> str:
+        shared = self.shared.get(id(e), False)
+        if shared and id(e) in self.memo:
+            return self.memo[id(e)]
         r = self._expr(e)
+        if shared:  # its later places evaluate the same text, or read the value named here
+            if len(r) > SHARED_LONG and not _atomic(r):
+                r = self.atom(r)
+            self.memo[id(e)] = r
+            return r
         if len(r) > LONG and not _atomic(r):  # Python's parser limits nesting: name the part
             tmp = self.out.temp()
             self.out.emit(f"{tmp} = {r}")
@@ -739,6 +787,7 @@ class FunctionCompiler:
             return self.expr(e.exprs[-1])
         if isinstance(e, ml.Let):
             self.assign(e.value, self.local(e.name))
+            self.rebound(e.name)
             return self.expr(e.body)
         if isinstance(e, ml.SetGlobal | ml.While):
             self.stmt(e)
@@ -1036,6 +1085,31 @@ class _Count:
         self.at, self.depth, self.restart, self.id = at, depth, restart, id
         self.calls = 0
         self.deeper = False
+
+
+# Nodes whose value a shared node may compute once for all its places: no effect, no call,
+# nothing generative (a `ref`, an exception constructor) and nothing that may change between
+# its places (a global, a ref's contents: `!`, a `deref` part).
+_PURE_NODES = (ml.Lit, ml.Local, ml.Tuple, ml.Part, ml.Construct, ml.MakeClosure)
+_IMPURE_OPS = frozenset({"print", ":=", "ref", "!", "before"})
+
+
+def _shareable(body) -> dict[int, bool]:
+    """By node id, the nodes of `body` used in several places whose value may be computed once
+    (pure, `_PURE_NODES`, and not a leaf, which costs nothing to repeat); empty for a tree."""
+    counts = ir.use_counts((body,))
+    if all(c == 1 for c in counts.values()):
+        return {}
+    out: dict[int, bool] = {}
+
+    def pure(n, kids: list) -> bool:
+        ok = all(kids) and (isinstance(n, _PURE_NODES) and not (isinstance(n, ml.Part) and n.step == "deref")
+                            or isinstance(n, ml.Prim) and n.op not in _IMPURE_OPS and (n.op in BINARY or n.op in UNARY))
+        if ok and counts[id(n)] > 1 and n.children():
+            out[id(n)] = True
+        return ok
+    ir.fold(body, pure)
+    return out
 
 
 def _atomic(x: str) -> bool:

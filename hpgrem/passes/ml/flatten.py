@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from hpgrem import ir
 
 from hpgrem.ir import ml
-from hpgrem.ir import transform, walk_tree
+from hpgrem.ir import fold, transform
 
 SUFFIX = "/flat"
 
@@ -118,17 +118,23 @@ class MLFlatten:
 
 def _fields_only(body, param: str) -> tuple[int, ...]:
     """The fields of `param` the body reads, when it reads it only through fields (`param.i`)."""
-    used: set[int] = set()
-    reads = uses = 0  # field reads of it, and uses of it (a field read is one too)
-    for x in walk_tree(body):  # per path: a shared use counts at each place
+    none: frozenset[int] = frozenset()
+
+    def at(x, kids: list) -> tuple[int, int, frozenset[int], bool]:
+        # (field reads of it, uses of it (a field read is one too), the fields read, a read
+        # that is not of a field) below x, per path: a shared use counts at each place
+        reads, uses, bad = sum(k[0] for k in kids), sum(k[1] for k in kids), any(k[3] for k in kids)
+        used = none.union(*(k[2] for k in kids)) if any(k[2] for k in kids) else none
         if isinstance(x, ml.Part) and isinstance(x.value, ml.Local) and x.value.name == param:
             if type(x.step) is not int:
-                return ()
-            used.add(x.step)
-            reads += 1
+                bad = True
+            else:
+                used, reads = used | {x.step}, reads + 1
         elif isinstance(x, ml.Local) and x.name == param:
             uses += 1
-    return tuple(sorted(used)) if reads == uses else ()
+        return reads, uses, used, bad
+    reads, uses, used, bad = fold(body, at)
+    return tuple(sorted(used)) if reads == uses and not bad else ()
 
 
 def _field_name(param: str, field: int) -> str:

@@ -133,6 +133,12 @@ class _Costs:
         self.functions = functions
         self.memo: dict[tuple[str, int, int], int] = {}
         self.active: dict[tuple[str, int], list[int]] = {}  # calls being estimated, by size
+        # A node reached by several paths (the IR is a graph) in the same env costs what it did
+        # at its first place (an env is made per call estimated, so what `active` holds is the
+        # same there): (env, cost) by (node id, env id), so an estimate visits each distinct
+        # node once per env, not once per path.
+        self.shared = {i for i, c in ir.use_counts([fn.body for fn in functions.values()]).items() if c > 1}
+        self.costs: dict[tuple[int, int], tuple] = {}
 
     def call(self, key: str, pos: int, size: int) -> int:
         fn = self.functions.get(key)
@@ -152,7 +158,13 @@ class _Costs:
         self.memo[(key, pos, size)] = n
         return n
 
-    def expr(self, e, env: dict[str, int]) -> int:
+    def expr(self, e, env: dict[str, int], again: bool = False) -> int:
+        if not again and id(e) in self.shared:
+            key = (id(e), id(env))
+            hit = self.costs.get(key)
+            if hit is None:
+                hit = self.costs[key] = (env, self.expr(e, env, True))  # env held: its id stays its
+            return hit[1]
         if isinstance(e, ml.If):
             c = self.expr(e.cond, env)
             truth = _truth(e.cond, env)

@@ -86,10 +86,15 @@ class MLKinds:
 
 
 def _nodes(expr):
-    """Every node of an expression, iteratively; this order numbers the global slots."""
+    """Every distinct node of an expression, iteratively; this order (last child first, a node
+    reached by several paths at its first place) numbers the global slots."""
+    seen: set[int] = set()
     stack = [expr]
     while stack:
         x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
         yield x
         stack.extend(x.children())
 
@@ -154,10 +159,15 @@ def _on_cycles(nodes: set[str], calls: dict[str, set[str]]) -> set[str]:
 
 
 def _tail_calls(fn: ml.Function):
-    """Yield (call, is_tail) for the known calls of a function body."""
+    """Yield (call, is_tail) for the known calls of a function body (a node reached by several
+    paths once per position, tail or not)."""
+    seen: set[tuple[int, bool]] = set()
     stack = [(fn.body, True)]
     while stack:
         x, tail = stack.pop()
+        if (id(x), tail) in seen:
+            continue
+        seen.add((id(x), tail))
         if isinstance(x, ml.CallKnown):
             yield x, tail
             stack.extend((a, False) for a in x.args)

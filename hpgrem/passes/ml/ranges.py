@@ -113,11 +113,22 @@ def checked_once(fn: ml.Function, key: str, checks: list[str]) -> bool:
     overflowed leaves a result at least as large, which the caller's check finds; the recursion
     in between, bounded by its decreasing argument, ends, and nothing it does can be seen or
     raise anything else. `checks`: the body's checks in walk order (one per place)."""
+    if "hi0" not in checks:
+        return False
     check_of: dict[int, str] = {}
     for x, c in zip([x for x in ir.walk_tree(fn.body) if isinstance(x, ml.Prim) and x.op in INT_ARITHMETIC], checks):
         check_of[id(x)] = c if check_of.get(id(x), c) == c else "lohi"  # a node met twice: both places
 
-    def ok(e, flows: bool) -> bool:  # `flows`: e's value goes only into such a sum or the result
+    done: dict[tuple[int, bool], bool] = {}  # a node reached by several paths: once per `flows`
+
+    def ok(e, flows: bool) -> bool:
+        key = (id(e), flows)
+        r = done.get(key)
+        if r is None:
+            r = done[key] = _ok(e, flows)
+        return r
+
+    def _ok(e, flows: bool) -> bool:  # `flows`: e's value goes only into such a sum or the result
         if isinstance(e, (ml.Lit, ml.Local)):
             return True
         if isinstance(e, ml.If):
@@ -158,6 +169,7 @@ class Ranges:
         self.known: dict[str, int] = {}  # parameters before this position come from the calls
         self.moves: dict[tuple, int] = {}
         self.walks: dict[str, _Intervals] = {}  # each function's last walk
+        self.shared: dict[str, set[int]] = {}  # by function, its body's nodes used in several places
         if not calls:
             for key, fn in module.rules.items():
                 self.params[key], self.results[key], self.known[key] = [FULL] * len(fn.params), FULL, 0
@@ -307,6 +319,15 @@ class _Intervals:
         first = len(fn.params) - fn.arity
         self.lowest: dict[int, int | None] = {pos: ml.INT_MAX for pos in range(first, len(fn.params))}
         self.self_calls = 0
+        # A shared node (the IR is a graph) met again in the same env has the value and the
+        # checks it had at its first place: (env, value, checks) by (node id, env id), so a
+        # walk visits each distinct node once per env, not once per path. What else a value
+        # records (`passes`, `read`, `self_call`) gives the same again.
+        shared = ranges.shared.get(fn.key)
+        if shared is None:
+            shared = ranges.shared[fn.key] = {i for i, c in ir.use_counts((fn.body,)).items() if c > 1}
+        self.shared = shared
+        self.memo: dict[tuple[int, int], tuple] = {}
 
     def depth_bound(self) -> tuple[int, int] | None:
         """(argument position, L) when every self call passes that argument decreased by at
@@ -346,10 +367,23 @@ class _Intervals:
             for i in range(known):
                 got[i] = _join(got[i], values[i])
 
-    def value(self, e, env: dict[str, tuple[int, int]]) -> tuple[int, int]:
+    def _shared_value(self, e, env: dict) -> tuple[int, int]:
+        key = (id(e), id(env))
+        hit = self.memo.get(key)
+        if hit is not None:
+            self.checks.extend(hit[2])
+            return hit[1]
+        start = len(self.checks)
+        r = self.value(e, env, True)
+        self.memo[key] = (env, r, tuple(self.checks[start:]))
+        return r
+
+    def value(self, e, env: dict[str, tuple[int, int]], again: bool = False) -> tuple[int, int]:
         """The interval of `e`'s value when it is an int (FULL when unknown, EMPTY when it has
         none); records the checks of the operations inside it, in walk order (parents first,
         left to right), and the values passed to calls."""
+        if not again and id(e) in self.shared:
+            return self._shared_value(e, env)
         kind = type(e)  # the node kinds are final classes; the commonest first
         if kind is ml.Local:
             return env.get(e.name, FULL)

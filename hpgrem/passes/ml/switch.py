@@ -16,12 +16,12 @@ within one match; this pass works across matches and conditionals:
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from hpgrem import ir
 
 from hpgrem.ir import ml
-from hpgrem.ir import walk, walk_tree
+from hpgrem.ir import walk
 from hpgrem.ir.rewrite import Rewriter
 
 SIZE = 24  # nodes of an arm small enough to copy into each leaf that reaches it
@@ -35,6 +35,10 @@ class MLSwitch:
     name: str = "ml-switch"
     dialects: tuple[str, ...] = ("ml",)
     decided: int = 0  # tests removed because their outcome was known
+    # while `known` rewrites a body: its nodes used in several places, and what each became
+    # (by node id and facts id)
+    _shared: set = field(default_factory=set, init=False, repr=False, compare=False)
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def apply(self, module: ir.Module) -> ir.Module:
         rewriter = Rewriter([(ml.Let, copy_shared_arms), (ml.If, equality_as_switch), (ml.Switch, join_switches)])
@@ -44,15 +48,25 @@ class MLSwitch:
         try:
             for key, fn in module.rules.items():
                 body = rewriter.rewrite(fn.body)
+                self._shared = {i for i, c in ir.use_counts((body,)).items() if c > 1}
+                self._memo = {}
                 body = self.known(body, {})
+                self._shared, self._memo = set(), {}
                 rules[key] = fn if body is fn.body else replace(fn, body=body)
         finally:
             sys.setrecursionlimit(old)
         return replace(module, rules=rules)
 
-    def known(self, e, facts: dict):
+    def known(self, e, facts: dict, again: bool = False):
         """`e` with the tests whose outcome `facts` (what enclosing branches tested) decides
-        replaced by the branch taken."""
+        replaced by the branch taken. A node reached by several paths with the same facts (the
+        same dict) is rewritten once, and its places share the result."""
+        if not again and id(e) in self._shared:
+            key = (id(e), id(facts))
+            hit = self._memo.get(key)
+            if hit is None:
+                hit = self._memo[key] = (facts, self.known(e, facts, True))  # facts held: its id stays its
+            return hit[1]
         if isinstance(e, ml.Switch) and e.test != ml.SwitchTest.EXN:
             key = _path(e.subject)
             if key is not None and key in facts:
@@ -188,4 +202,4 @@ def _renamed(e, suffix: str):
 
 
 def _size(e) -> int:
-    return sum(1 for _ in walk_tree(e))  # per path: what copies of it would cost
+    return ir.fold(e, lambda n, kids: 1 + sum(kids))  # per path: what copies of it would cost
