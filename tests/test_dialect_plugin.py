@@ -414,6 +414,15 @@ def test_the_core_consumers_name_no_dialect(path):
 MPIEXEC = shutil.which("mpiexec")
 
 
+def _launched(command: list[str], launch) -> list[str]:
+    """`command` on 2 MPI ranks (launch "mpi") or with the flags `launch`."""
+    if launch != "mpi":
+        return [*command, *launch]
+    if MPIEXEC is None:
+        pytest.fail("mpiexec is not installed")
+    return [MPIEXEC, "-n", "2", *command]
+
+
 @pytest.mark.parametrize("launch", [[], ["--pes", "16"], "mpi"], ids=["1pe", "16pes", "mpiexec-n2"])
 @pytest.mark.parametrize("passes", [["-O0"], ["--passes", "toy-fold", "--pass-option", "toy-fold.limit=4"]],
                          ids=["as-built", "folded"])
@@ -425,12 +434,7 @@ def test_the_command_runs_it_as_a_plugin(launch, passes, tmp_path):
     stats = tmp_path / "stats.json"
     plain = [sys.executable, "-m", "hpgrem.driver.cli", "run", str(hpg)]
     command = [*plain, *passes, "--count", "--stats-json", str(stats)]
-    if launch == "mpi":
-        if MPIEXEC is None:
-            pytest.fail("mpiexec is not installed")
-        command = [MPIEXEC, "-n", "2", *command]
-    else:
-        command += launch
+    command = _launched(command, launch)
     env = {**os.environ, PLUGINS: str(Path(__file__))}
     r = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert (r.returncode, r.stdout) == (0, WIDE_VALUE + "\n"), r.stderr
@@ -456,12 +460,7 @@ def test_a_plugin_in_a_folder_outside_the_project_runs_from_its_own_source(launc
     program.write_text("((1 + 1) + (1 + 1), " + " + ".join(map(str, range(1, 65))) + ", 7)\n")
     command = [sys.executable, "-m", "hpgrem.driver.cli", "run", str(program), "--passes", "toy-fold",
                "--pass-option", "toy-fold.limit=4"]
-    if launch == "mpi":
-        if MPIEXEC is None:
-            pytest.fail("mpiexec is not installed")
-        command = [MPIEXEC, "-n", "2", *command]
-    else:
-        command += launch
+    command = _launched(command, launch)
     env = {**os.environ, PLUGINS: str(plugin)}
     r = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert (r.returncode, r.stdout) == (0, "X = (4, 2080, 7)\n"), r.stderr
