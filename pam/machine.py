@@ -4,6 +4,11 @@ The module's code comes from its dialect's runtime (pam.runtimes). One PE runs i
 loop directly; several simulated PEs run under `Simulation` in virtual time; under MPI each rank
 runs one PE (pam.ranks). Every PE runs the same code and talks only through messages
 (pam.distribution); pam.driver drives them.
+
+This is the one place where PEs, their Nets and transports are made. A client that runs the
+same loaded code again and again with new inputs (a training job: backend/tensor/job.py) uses
+the *loaded mode*: it gives the PEs their tasks and calls `run_loaded()`, once per run, with
+termination detection, deadlock reports and (under MPI) rank failures as for a program.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from pam.driver import Simulated, resolve, run_alone
 from pam.errors import Deadlock, Finished, LimitExceeded, MachineStop, ProgramFailure
 from pam.limits import Deadline, Watchdog
 from pam.pe import DEADLOCK_REPORT_LIMIT, PE
-from pam.ranks import run_on_ranks
+from pam.ranks import leave_ranks, run_on_ranks, step_on_ranks
 from pam.runtimes import Runtime, counters_of, runtime_for
 from pam.stats import RunStats
 from pam.terms import Var
@@ -79,15 +84,16 @@ class Machine:
     Without `count_reductions` (a run whose statistics nobody reads: the CLI without --stats,
     --stats-json or --count) compiled code on one PE counts no reductions inside a step (ML's
     direct calls and loops), so the statistics then undercount them; limits, traces, several
-    PEs (whose schedule follows the counts) and MPI count them all the same."""
+    PEs (whose schedule follows the counts) and MPI count them all the same.
+
+    A module without an entry is loaded to be run in the loaded mode (`run_loaded`), where
+    `runtime_of(n)`, if given, is the runtime of PE n (a pipeline stage's graph)."""
 
     def __init__(self, module: Module, *, stream=None, pes: int = 1, topology: str | None = None,
                  seed: int = 0, max_steps: int | None = None, timeout: float | None = None,
                  costs: CostModel = DEFAULT, comm=None, jitter: float = 0.0, runtime: Runtime | None = None,
                  started: float | None = None, hard_stop: bool = False, trace=None,
-                 count_reductions: bool = True):
-        if module.entry is None:
-            raise ValueError("the module has no entry goal")
+                 count_reductions: bool = True, runtime_of=None):
         self.module = module
         self.costs = costs
         self.max_steps = max_steps
@@ -96,11 +102,18 @@ class Machine:
         # its own start, so compiling counts) or now: every PE's loop and the watchdog use it
         self.deadline = None if timeout is None else Deadline(timeout, started)
         self.hard_stop = hard_stop
-        self.comm = comm
         if comm is not None:
+            # the machine's own communicator: its notices never meet another machine's
+            comm = comm.Dup()
             pes = comm.Get_size()
+        self.comm = comm
+        self.runs = 0  # runs of the loaded code (run_loaded)
+        self.closed = False
+        self.simulated: Simulated | None = None
         self.topology = parse_topology(topology, pes)
         self.sim = Simulation(self.topology, costs, jitter, seed) if pes > 1 and comm is None else None
+        if runtime_of is not None:
+            runtime = runtime_of(comm.Get_rank() if comm is not None else 0)
         self.runtime = runtime if runtime is not None else runtime_for(module, tracing=trace is not None)
         self.trace = trace  # a pam.trace.Trace: every PE records its events there
         self.output = Output(stream, encoding=getattr(self.runtime, "encoding", "utf-8"))
@@ -123,7 +136,7 @@ class Machine:
                 pe.net = Net(pe, self.transport, self.topology, procs, seed, mpi_now)
             if trace is not None:
                 trace.tracer(pe, self._clock(pe, started))
-            procs.update(self.runtime.load(pe, timeout))
+            procs.update((self.runtime if runtime_of is None else runtime_of(n)).load(pe, timeout))
             self.pes.append(pe)
             self.procs.append(procs)
         self.pe = self.pes[0]
@@ -143,6 +156,8 @@ class Machine:
 
     def run(self) -> RunResult:
         entry = self.module.entry
+        if entry is None:
+            raise ValueError("the module has no entry goal")
         outputs = [Var() for _ in entry.outputs]
         collecting = gc.isenabled()
         gc.disable()  # the heap is mostly acyclic and freed by reference counting
@@ -197,6 +212,44 @@ class Machine:
             return self.sim.clock[0] if self.sim is not None else self.pe.instructions * self.costs.instruction
         if self.sim is None:
             vtime = self.pe.instructions * self.costs.instruction
+        self._check_deadlock()
+        return vtime
+
+    def run_loaded(self) -> float:
+        """The loaded mode: run the tasks the client has given this process's PEs (`pes`),
+        every PE until the run terminates, as often as the client likes. Returns the run's
+        seconds: virtual time on one PE or simulated PEs (which all start it at the same
+        time), or under MPI the seconds this rank spent running steps. Raises Deadlock when
+        tasks are left suspended, and under MPI how the run ended on any rank that failed or
+        left the job (pam.ranks.step_on_ranks)."""
+        if self.closed:
+            raise ValueError("the machine is closed")
+        if self.comm is not None:
+            busy = step_on_ranks(self.pe, self.transport, self.comm)
+            self.runs += 1
+            return busy
+        if self.sim is None:
+            before = self.pe.instructions
+            run_alone(self.pe)
+            vtime = (self.pe.instructions - before) * self.costs.instruction
+        else:
+            if self.simulated is None:
+                self.simulated = Simulated(self.pes, self.sim, self.runtime.batch)
+            start = max(self.sim.clock)
+            self.sim.clock[:] = [start] * len(self.pes)  # the run begins on every PE at once
+            vtime = self.simulated.run(self._check_limits) - start
+        self.runs += 1
+        self._check_deadlock()
+        return vtime
+
+    def close(self) -> None:
+        """No run after this. Under MPI this rank leaves the machine: a rank still in a later
+        run of the loaded code ends the job instead of waiting for it (pam.ranks.leave_ranks)."""
+        if self.comm is not None and not self.closed:
+            leave_ranks(self.transport, self.pe.number, self.runs)
+        self.closed = True
+
+    def _check_deadlock(self) -> None:
         suspended = sum(len(pe.suspended) for pe in self.pes)
         if suspended:
             names: dict[int, str] = {}
@@ -204,7 +257,6 @@ class Machine:
             for pe in self.pes:
                 goals += pe.suspended_goals(names, DEADLOCK_REPORT_LIMIT - len(goals))
             raise Deadlock(goals, suspended)
-        return vtime
 
     def _busy_times(self) -> None:
         for pe in self.pes:

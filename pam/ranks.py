@@ -49,16 +49,57 @@ def run_on_ranks(pe, transport, comm, outputs: list, watchdog=None) -> tuple[flo
     the other ranks raise RankExit with the status rank 0 chose. `watchdog` (pam.limits) is
     disarmed as soon as this rank knows how the run ended. A rank that does not answer within
     the time left (see `_give_up_at`) is given up on: RankAbandoned."""
+    began = time.monotonic()
+    outcome, busy = _until_outcome(pe, transport, outputs, watchdog)
+    return _end(pe, transport, comm, outcome, busy, began)
+
+
+def step_on_ranks(pe, transport, comm) -> float:
+    """One more run of loaded code on every rank (pam.machine.Machine.run_loaded): each rank's
+    PE runs the tasks it was given until rank 0 detects termination, and all ranks go on to
+    the next run together. Returns the seconds this rank spent running steps. Every other
+    ending (a failure on any rank, a rank that left the job, tasks left suspended) ends the
+    job as `run_on_ranks` does: rank 0 raises how it ended, the others RankExit."""
+    me = pe.number
+    began = time.monotonic()
+    outcome, busy = _until_outcome(pe, transport, [], None)
+    if outcome == ("done",):
+        if me == 0:
+            transport.halt_all(outcome)
+            missing = _await_acknowledgements(transport, _give_up_at(pe.deadline))
+            if missing:
+                _tell_to_leave(transport, outcome)
+                raise _abandon(outcome, f"{_ranks(missing)} {'does' if len(missing) == 1 else 'do'} not answer")
+        else:
+            transport.acknowledge_halt()
+        if not comm.allreduce(len(pe.suspended)):
+            return busy
+    return _end(pe, transport, comm, outcome, busy, began, halted=outcome == ("done",))
+
+
+def leave_ranks(transport, me: int, runs: int) -> None:
+    """This rank leaves the job after `runs` runs of loaded code: a rank still in a later run
+    learns it (rank 0 as a failure notice, the others as rank 0's HALT) and ends the job,
+    rather than waiting forever for this rank's part."""
+    notice = ("left", me, runs)
+    if me == 0:
+        transport.halt_all(notice)
+    else:
+        transport.report_failure(notice)
+
+
+def _until_outcome(pe, transport, outputs: list, watchdog) -> tuple[tuple, float]:
+    """This rank's PE runs until it knows how the run ended: the outcome, and the seconds it
+    spent running steps. A rank other than 0 whose run fails reports it and waits for rank 0's
+    HALT (RankAbandoned if rank 0 does not answer)."""
     me = pe.number
     rank = Rank(pe, transport)
-    began = time.monotonic()
     busy = 0.0
-    outcome = None
     try:
         try:
             with HaltWatch(transport, me != 0):
                 outcome, busy = rank.run()
-                if me == 0 and outcome == ("done",):
+                if me == 0 and outcome == ("done",) and outputs:
                     resolve(pe.net, outputs, rank.deliver)
         finally:
             if watchdog is not None:
@@ -78,15 +119,32 @@ def run_on_ranks(pe, transport, comm, outputs: list, watchdog=None) -> tuple[flo
             if outcome is None:
                 raise RankAbandoned(_status(own, []), f"hpgrem: error: {_text(own)} (on PE {me}); "
                                     "rank 0 does not answer (stopped or hung): the job is abandoned") from None
+    if outcome[0] == "leave":  # rank 0 gave up on the job: leave with its status, quietly
+        raise RankAbandoned(outcome[1], "")
+    if outcome[0] == "left":  # a rank left the job while this one was still in a run
+        _, gone, runs = outcome
+        if me == 0:
+            _tell_to_leave(transport, outcome)
+        raise RankAbandoned(_status(outcome, []), f"hpgrem: error: rank {gone} left the job after {runs} step(s) "
+                            f"while rank {me} was in step {runs + 1}: the job is abandoned")
+    return outcome, busy
+
+
+def _end(pe, transport, comm, outcome, busy: float, began: float, halted: bool = False):
+    """However the run ended, every rank learns it (rank 0's HALT, acknowledged), the ranks
+    part and gather their reports; rank 0 returns or raises, the others raise RankExit."""
+    me = pe.number
     give_up = _give_up_at(pe.deadline)
     if me == 0:
-        transport.halt_all(outcome)
-        missing = _await_acknowledgements(transport, give_up)
-        if missing:
-            _tell_to_leave(transport, outcome)
-            raise _abandon(outcome, f"{_ranks(missing)} {'does' if len(missing) == 1 else 'do'} not answer")
+        if not halted:
+            transport.halt_all(outcome)
+            missing = _await_acknowledgements(transport, give_up)
+            if missing:
+                _tell_to_leave(transport, outcome)
+                raise _abandon(outcome, f"{_ranks(missing)} {'does' if len(missing) == 1 else 'do'} not answer")
     else:
-        transport.acknowledge_halt()
+        if not halted:
+            transport.acknowledge_halt()
         # Rank 0 is there: it decides when to give up and reports, and mpiexec then ends this
         # rank. Should it stop answering now, this rank leaves quietly, well after it.
         give_up += PARTED_SLACK
@@ -259,7 +317,7 @@ def _status(outcome, gathered) -> int:
     kind = outcome[0]
     if kind == "done":
         return 3 if sum(g[1] for g in gathered) else 0
-    return {"failure": 1, "uncaught": 1, "finished": 0, "halt": 0, "limit": 4, "internal": 70}[kind]
+    return {"failure": 1, "uncaught": 1, "finished": 0, "halt": 0, "limit": 4, "internal": 70, "left": 1}[kind]
 
 
 def _raise_outcome(outcome, gathered) -> None:
@@ -283,4 +341,4 @@ def _raise_outcome(outcome, gathered) -> None:
         raise Deadlock(goals, total)
 
 
-__all__ = ["run_on_ranks"]
+__all__ = ["leave_ranks", "run_on_ranks", "step_on_ranks"]

@@ -12,21 +12,21 @@ with `mpi=True`, on the ranks of `mpiexec` (SPMD: every rank builds the same job
 `step(batch, lr, step)` feeds the global batch (each data-parallel rank takes its slice), runs
 the step to its end on every PE and returns the loss and gradient norm (the same on every PE)
 and the step's statistics (pam.tensor.stats).
+
+The job is a client of the machine (pam.machine.Machine, its loaded mode): the machine makes the
+PEs, their Nets and transports, drives them, detects each step's termination and reports a
+rank that fails or leaves the job; the job lowers, feeds, and reads the results.
 """
 
 from __future__ import annotations
 
-import sys
-import time
 from dataclasses import dataclass
 from time import perf_counter
 
 import numpy as np
 
 from pam.costs import DEFAULT, CostModel
-from pam.distribution import Net
-from pam.driver import IDLE_SLEEP, Simulated, poll, run_alone
-from pam.pe import PE
+from pam.machine import Machine
 from backend.tensor.layout import Layout, LayoutError, Lowered, lower
 from hpgrem.ir.tensor.schedule import micro_batch_input, program_text
 from backend.tensor.shards import shard, unshard
@@ -34,9 +34,7 @@ from pam.tensor.graph import COLLECTIVES, StepGraph, step_graph
 from pam.tensor.runtime import T800_FLOPS, TensorRuntime
 from pam.tensor.stats import PEStepStats, StepStats
 from pam.topology import TopologyError, parse_topology
-from pam.transport.sim import Simulation
 
-TAG_LEFT = 1  # on the job's control communicator: a rank has left the job after this many steps
 COORDINATES = {"rank.dp": "dp", "rank.tp": "tp", "rank.pp": "pp"}
 """Inputs a lowered graph may take: the rank's coordinate in the grid (ZeRO's own shard)."""
 
@@ -49,10 +47,6 @@ class StepResult:
     loss: float
     grad_norm: float
     stats: StepStats
-
-
-def _no_output(text: str) -> None:
-    raise AssertionError("a tensor step writes no program output")
 
 
 class TensorJob:
@@ -75,9 +69,8 @@ class TensorJob:
             raise LayoutError(f"dp = {dp} disagrees with the layout's dp = {layout.dp}")
         self.layout = layout
         ranks = layout.ranks
-        self.comm = self.control = None
+        self.comm = None
         self.steps_done = 0
-        self.left: dict[int, int] = {}  # rank -> the steps it had done when it left the job
         if mpi:
             from pam.transport.mpi import comm_world
             self.comm = comm_world()
@@ -102,40 +95,22 @@ class TensorJob:
         self.graph = self.graphs[0]
         groups = layout.groups()
         comms = _sub_communicators(self.comm, self.graphs, groups, self.lowered.actions is not None) if mpi else None
-        if mpi:
-            self.control = self.comm.Dup()
         actions = self.lowered.actions
         self.runtimes = [TensorRuntime(m, kernels=kernels, flops_per_s=flops_per_s, costs=costs,
                                        comms=comms, groups=groups, release=release, device_budget=device_budget,
                                        program=None if actions is None else list(actions[layout.rank(pp=i)]))
                          for i, m in enumerate(self.lowered.stages)]
         self.runtime = self.runtimes[0]
-        self.sim = Simulation(self.topology, costs, 0.0, seed) if self.pes > 1 and not mpi else None
-        numbers = [self.comm.Get_rank()] if mpi else range(self.pes)
-        self.local_pes: list[PE] = []
-        for n in numbers:
-            pe = PE(n, _no_output)
-            runtime = self.runtime_of(n)
-            if self.sim is not None:
-                procs: dict = {}
-                pe.net = Net(pe, self.sim.transport(n), self.topology, procs, seed,
-                             (lambda k: lambda: self.sim.clock[k])(n))
-                if trace is not None:
-                    trace.tracer(pe, self._trace_clock(pe))
-                procs.update(runtime.load(pe))
-            else:
-                if trace is not None and self.comm is None:
-                    trace.tracer(pe, lambda pe=pe: pe.instructions * costs.instruction * 1e6)
-                runtime.load(pe)
-            runtime.replicas[n].persistent = self._initial(n, runtime.graph, params)
-            self.local_pes.append(pe)
-        self.simulated = Simulated(self.local_pes, self.sim, self.runtime.batch) if self.sim is not None else None
+        self.machine = Machine(self.module, pes=self.pes, topology=topology, seed=seed, costs=costs,
+                               comm=self.comm, trace=trace, runtime_of=self.runtime_of)
+        for pe in self.machine.pes:
+            runtime = self.runtime_of(pe.number)
+            runtime.replicas[pe.number].persistent = self._initial(pe.number, runtime.graph, params)
 
-    def _trace_clock(self, pe: PE):
-        """A traced PE's clock in microseconds of virtual time (as pam.machine's)."""
-        instruction = self.costs.instruction * 1e6
-        clock, n = self.sim.clock, pe.number
-        return lambda: clock[n] * 1e6 + (pe.instructions - pe.tracer.mark) * instruction
+    @property
+    def local_pes(self) -> list:
+        """This process's PEs (every PE; under mpiexec, this rank's)."""
+        return self.machine.pes
 
     def schedule_text(self) -> str:
         """Each pipeline stage's action list, one action a line (`hpgrem train --show-schedule`)."""
@@ -210,67 +185,19 @@ class TensorJob:
             replica.start(self._feeds(pe.number, batch, lr, step))
         before = [(pe.instructions, pe.stats.received, pe.stats.bytes_sent) for pe in self.local_pes]
         began = perf_counter()
+        seconds = self.machine.run_loaded()  # virtual time; under MPI this rank's busy seconds
+        wall = perf_counter() - began
         if self.comm is not None:
-            self._run_rank(self.local_pes[0], replicas[0])
-            wall = perf_counter() - began
-            rows = self._gather(self._wall_row(self.local_pes[0], replicas[0], wall, before[0]))
+            rows = self._gather(self._wall_row(self.local_pes[0], replicas[0], wall, seconds, before[0]))
             stats = StepStats("mpi", max(r.compute_s + r.comm_s + r.idle_s + r.loop_s for r in rows), wall,
                               sum(r.loop_share for r in rows) / len(rows), rows)
         else:
-            start = 0.0
-            if self.sim is None:
-                run_alone(self.local_pes[0])
-                end = (self.local_pes[0].instructions - before[0][0]) * self.costs.instruction
-            else:
-                start = max(self.sim.clock)
-                self.sim.clock[:] = [start] * self.pes  # the step begins on every PE with its batch
-                end = self.simulated.run(lambda: None) - start
-            wall = perf_counter() - began
-            stats = self._sim_stats(replicas, before, end, wall)
-        self._check_done()
+            stats = self._sim_stats(replicas, before, seconds, wall)
         self.steps_done += 1
         for replica in replicas:
             replica.finish()
         first = replicas[0]
         return StepResult(float(first.value("loss")), float(first.value("grad_norm")), stats)
-
-    def _run_rank(self, pe: PE, replica) -> None:
-        """This rank's PE until its step is done: a kernel, then a look at the outstanding
-        collectives (the hooks), turn after turn; it sleeps while only collectives remain."""
-        ready = pe.ready
-        hooks = pe.hooks
-        while True:
-            pending = poll(hooks)
-            if ready:
-                pe.run(self.runtime.batch)
-            elif pending:
-                began = perf_counter()
-                self._check_peers()
-                time.sleep(IDLE_SLEEP)
-                replica.clock.idle_wall += perf_counter() - began
-            else:
-                return
-
-    def _check_peers(self) -> None:
-        """While this rank waits for collectives: a peer that left the job before this step
-        (it failed, and closed its job) will never send its part, so the job is abandoned: all
-        ranks are ended with a message, rather than waiting forever."""
-        from mpi4py import MPI
-
-        status = MPI.Status()
-        while self.control.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_LEFT, status=status):
-            self.left[status.Get_source()] = self.control.recv(source=status.Get_source(), tag=TAG_LEFT)
-        gone = sorted(r for r, steps in self.left.items() if steps <= self.steps_done)
-        if gone:
-            me = self.comm.Get_rank()
-            print(f"hpgrem: error: rank {gone[0]} left the job after {self.left[gone[0]]} step(s) while rank {me} "
-                  f"was in step {self.steps_done + 1}: the job is abandoned", file=sys.stderr, flush=True)
-            self.comm.Abort(1)
-
-    def _check_done(self) -> None:
-        left = [(pe.number, t.describe()) for pe in self.local_pes for t in list(pe.suspended)[:3]]
-        if left:
-            raise RuntimeError(f"the step ended with tasks still waiting: {left}")
 
     def _sim_stats(self, replicas, before, time_s: float, wall: float) -> StepStats:
         c = self.costs
@@ -289,10 +216,13 @@ class TensorJob:
                                     r.meter.report().to_json()))
         return StepStats("sim", time_s, wall, share, rows)
 
-    def _wall_row(self, pe: PE, replica, wall: float, before) -> PEStepStats:
+    def _wall_row(self, pe, replica, wall: float, busy: float, before) -> PEStepStats:
+        """This rank's row of a step under MPI, in wall seconds: idle is the step's time outside
+        the turns that ran steps (waiting for collectives, for the other ranks' end)."""
         k = replica.clock
-        loop = max(0.0, wall - k.kernel_wall - k.comm_wall - k.idle_wall)
-        return PEStepStats(pe.number, k.kernel_wall, k.comm_wall, k.idle_wall, loop, k.kernels, k.collectives,
+        idle = max(0.0, wall - busy)
+        loop = max(0.0, busy - k.kernel_wall - k.comm_wall)
+        return PEStepStats(pe.number, k.kernel_wall, k.comm_wall, idle, loop, k.kernels, k.collectives,
                            k.reduced_bytes, pe.stats.bytes_sent - before[2], loop / wall if wall > 0 else 0.0,
                            replica.meter.report().to_json())
 
@@ -324,20 +254,15 @@ class TensorJob:
         return out
 
     def close(self) -> None:
-        """The job cannot step after. Under mpiexec this rank tells the others that it has
-        left after its steps (one that is still in a later step then ends the job, see
-        `_check_peers`), and frees the sub-communicators."""
-        if self.control is None:
+        """The job cannot step after. Under mpiexec this rank leaves the machine (a rank still
+        in a later step then ends the job: pam.machine.Machine.close) and frees the
+        sub-communicators."""
+        if self.machine.closed:
             return
-        me = self.comm.Get_rank()
-        sends = [self.control.isend(self.steps_done, dest=r, tag=TAG_LEFT)
-                 for r in range(self.comm.Get_size()) if r != me]
-        for request in sends:
-            request.wait()
+        self.machine.close()
         for comm in (self.runtime.comms or {}).values():
             comm.Free()
         self.runtime.comms = None
-        self.control = None
 
 
 def _sub_communicators(comm, graphs: list[StepGraph], groups: dict, pipeline: bool = False) -> dict:

@@ -542,7 +542,7 @@ def _cause_of_kind(error: BaseException, kind: type) -> BaseException | None:
 def _guard(run, goal: str | None) -> int:
     """Run a command, turning every user error into its message and exit status."""
     from hpgrem.diagnostics import CompileError
-    from pam.errors import LimitExceeded
+    from pam.errors import LimitExceeded, MachineStop, RankAbandoned
     try:
         return run()
     except CompileError as e:
@@ -552,6 +552,10 @@ def _guard(run, goal: str | None) -> int:
     except LimitExceeded as e:  # --timeout or --max-memory while the program was loaded
         print(f"hpgrem: error: {e}", file=sys.stderr)
         return EXIT_LIMIT
+    except RankAbandoned as a:  # a training job's rank gave up on the others (pam.ranks)
+        _abandon_ranks(a, goal)
+    except MachineStop as stop:  # how a training job's step ended on the machine
+        return _report_stop(stop, goal)
     except UsageError as e:
         print(f"hpgrem: error: {e}", file=sys.stderr)
         return EXIT_USAGE

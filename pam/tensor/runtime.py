@@ -337,13 +337,12 @@ class CollectiveTask(Task):
 @dataclass(slots=True)
 class Clock:
     """What one PE spent in a step beside the loop itself: kernels and collectives, as
-    instructions charged (virtual time) and as wall seconds; idle wall seconds (drivers)."""
+    instructions charged (virtual time) and as wall seconds."""
 
     compute_instr: int = 0
     comm_instr: int = 0
     kernel_wall: float = 0.0
     comm_wall: float = 0.0
-    idle_wall: float = 0.0
     kernels: int = 0
     collectives: int = 0
     reduced_bytes: int = 0
@@ -731,7 +730,9 @@ class TensorRuntime:
             stages = replica.members.get("pp", (pe.number,))
             p2p = (SimPointToPoint if self.comms is None else MPIPointToPoint)(pe, (self.comms or {}).get(stages),
                                                                                stages)
-            clock = (lambda: pe.net.now()) if pe.net is not None else (lambda: pe.instructions * self.costs.instruction)
+            # the PE's virtual clock (under MPI, its instructions: the bubble is measured in them)
+            clock = (lambda: pe.net.now()) if pe.net is not None and self.comms is None \
+                else (lambda: pe.instructions * self.costs.instruction)
             collectives = {i: t for i, t in enumerate(replica.tasks) if type(t) is CollectiveTask}
             task = runner(replica, pe, self.program, run_kernel, collectives, p2p, stages, clock)
             replica.tasks = [task]
