@@ -17,6 +17,7 @@ from collections import deque
 from pam.distribution import RemoteReader
 from pam.errors import LimitExceeded, ProgramFailure
 from pam.limits import Deadline
+from pam.ready import PriorityReady
 from pam.stats import PEStats
 from pam.step import WaitAll
 from pam.task import AndGroup, Placed, Seq, Task
@@ -235,6 +236,11 @@ class PE:
     # -- the reduction loop -------------------------------------------------------------------
     def push(self, task: Task) -> None:
         self.ready.append(task)
+
+    def order_by_priority(self) -> None:
+        """From now on the ready queue runs the task of the smallest `priority` first (every
+        task a runtime pushes here must have one): pam.ready.PriorityReady."""
+        self.ready = PriorityReady(self.ready)
 
     def place(self, task: Task, where) -> None:
         """`Goal @ Where`: run `task` on the PE that `where` names (here, on one PE)."""

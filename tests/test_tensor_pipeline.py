@@ -186,8 +186,9 @@ def test_train_shows_each_stages_actions(capsys):
 
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
 def test_a_traced_training_step_shows_each_pes_actions(schedule, tmp_path, capsys):
-    """`hpgrem train --trace --html`: each PE's forward and backward of each micro-batch are
-    rewrites on its timeline, in the schedule's order, with the sends and receives between."""
+    """`hpgrem train --trace --html`: the scheduler runs each op of a PE's forward and backward
+    of each micro-batch as a task of its own, one rewrite per op on the PE of its stage, in the
+    schedule's order, with the sends and receives between."""
     import json
 
     from hpgrem.driver.cli import main
@@ -197,12 +198,19 @@ def test_a_traced_training_step_shows_each_pes_actions(schedule, tmp_path, capsy
                    "--trace", str(out), "--html", str(page)])
     assert status == 0, capsys.readouterr().err
     events = [json.loads(line) for line in out.read_text().splitlines()[1:]]
-    order = []
+    order, ops = [], {}
     for e in events:
-        if e["ev"] == "rewrite" and e["pe"] == 0 and e["redex"].startswith(("tensor forward", "tensor backward")):
-            unit = e["redex"].split(" (")[0].removeprefix("tensor ")
-            if not order or order[-1] != unit:
+        unit = e.get("redex", "").rpartition(" (")[2].rstrip(")")
+        if e["ev"] == "rewrite" and unit.startswith(("forward", "backward")):
+            ops.setdefault((e["pe"], unit), []).append(e["redex"])
+            if e["pe"] == 0 and (not order or order[-1] != unit):
                 order.append(unit)
+    # one rewrite per op: each unit's rewrites are distinct ops, as many on each stage's PE
+    for (pe, unit), redexes in ops.items():
+        assert len(set(redexes)) == len(redexes) > 1, (pe, unit)
+    assert {pe for pe, _ in ops} == {0, 1}
+    assert {len(ops[(0, unit)]) for unit in order if unit.startswith("forward")} == \
+        {len(ops[(0, "forward mb 0 chunk 0")])}
     f, b = "forward mb {} chunk 0", "backward mb {} chunk 0"
     want = {"gpipe": [f, f, f, f, b, b, b, b], "1f1b": [f, f, b, f, b, f, b, b]}[schedule]
     mbs = {"gpipe": [0, 1, 2, 3, 0, 1, 2, 3], "1f1b": [0, 1, 0, 2, 1, 3, 2, 3]}[schedule]

@@ -10,10 +10,11 @@ A pass is a module of this package with a class whose `name` is its table key an
   so two owners may use the same short name; a pass writes only its own namespace, through
   `annotated(module, self, notes)`, and the manager refuses any other change of a note;
 - `requires`: the analyses run before it when their notes are not current;
-- `preserves`: the analyses whose notes stay true after it changes the rules. A pass that
-  leaves the rules as they were (the same objects: it only recorded notes) invalidates nothing;
-  one that changes them invalidates every other analysis, whose notes are then dropped, on the
-  rules of the pass's dialects only;
+- `preserves`: the analyses, and the other passes, whose notes stay true after it changes the
+  rules. A pass that leaves the rules as they were (the same objects: it only recorded notes)
+  invalidates nothing; one that changes them invalidates every other analysis, whose notes are
+  then dropped, on the rules of the pass's dialects only; and a rule it changed loses the notes
+  of every other pass (see "Stamps" below);
 - `options`: {field: Option(help)}, fields of the pass's dataclass that `--pass-option
   NAME.FIELD=VALUE` sets (their type and default are the field's).
 
@@ -21,6 +22,17 @@ An *analysis* is a pass that only records notes (docs/ir.md); its notes are a fu
 rules. The analyses the machine reads always run, last, and so does every analysis a pass
 required that a later pass invalidated, so the module handed to the machine carries current
 notes whatever passes ran.
+
+Stamps: the notes of a pass that is no analysis (`ml-ranges.overflow`, `index-rules.switch`)
+describe the rule they are about as it was when they were written. So the manager writes beside
+them, under the reserved name STAMP (`passes.fingerprint`, owned by no pass), the rule's
+`fingerprint` (a digest of its structure) then; after a pass, every rule whose fingerprint is no
+longer its stamp loses the notes of the passes other than that pass and those it `preserves`,
+and is stamped again; the notes of the rules it did not change stay. A module handed to
+`run_passes` may come from a `.hpg` file, which anyone may have edited: its notes whose stamp is
+missing or not the rule's fingerprint are dropped first (`drop_stale_notes`). The notes of
+analyses and the module facts (`annotations[""]`) carry no stamp: an analysis's notes go when
+any rule changes, as said above.
 
 `-O0` runs no optimizing pass, `-O1` the default list, `-O2` all. The tables import lazily, so
 the driver can select passes without loading them (listing their options loads them).
@@ -128,7 +140,7 @@ def register_pass(name: str, cls: str | type, *, analysis: bool = False) -> None
     passes so. A new optimizing pass runs at `-O2` (on modules of its dialects only)."""
     if not isinstance(cls, (str, type)):
         raise TypeError("register_pass takes a class or 'module:Class'")
-    if name in PASS_TABLE or name in ANALYSIS_TABLE:
+    if name in PASS_TABLE or name in ANALYSIS_TABLE or name == owner_of(STAMP):
         raise ValueError(f"a pass named {name!r} is already registered")
     (ANALYSIS_TABLE if analysis else PASS_TABLE)[name] = cls
     if not analysis:
@@ -228,6 +240,7 @@ def run_passes(module: Module, names: tuple[str, ...] | list[str], *, analyses: 
     `analyses`, the analyses the machine reads and those required earlier that are no longer
     current."""
     options = options or {}
+    module = drop_stale_notes(module)  # a `.hpg` file's notes are trusted only where stamped
     current: set[str] = set()
     required: list[str] = []
     for name in names:
@@ -275,6 +288,7 @@ def _run(p: Pass, module: Module, current: set[str]) -> Module:
         return module
     _check_notes(p, module, out)
     out = _drop_removed_rules_annotations(out)
+    out = _restamp(p, module, out)
     if out.entry is module.entry and out.rules.keys() == module.rules.keys() \
             and all(out.rules[k] is r for k, r in module.rules.items()):
         return out  # the rules are as they were: every analysis's notes stay true
@@ -322,6 +336,104 @@ def annotated(module: Module, owner: Pass, notes: dict[str, dict[str, object]]) 
                 raise ValueError(f"pass {owner.name} records {short!r}, which it does not declare in `records`")
         merged[key] = {**merged.get(key, {}), **{f"{owner.name}.{short}": v for short, v in values.items()}}
     return replace(module, annotations=merged)
+
+
+STAMP = "passes.fingerprint"
+"""The reserved note (owned by no pass) where the manager stamps a rule's `fingerprint` beside
+the notes of passes that are not analyses, as the rule was when they were written."""
+
+
+def fingerprint(rule) -> str:
+    """A digest of a rule's structure (its nodes' kinds and attributes, spans left out), linear
+    in its distinct nodes (the IR is a graph: a shared node is digested once, as its copies
+    would be). Any dialect's: the ML dialect's `fingerprint` (hpgrem.ir.ml) is the same digest,
+    which `ml-ranges` records of a body."""
+    import hashlib
+
+    from hpgrem.ir.core import fold
+
+    def digest(x, children: list[bytes]) -> bytes:
+        h = hashlib.blake2b(f"{x.kind}{tuple(x.attributes().values())!r}{len(children)};".encode(), digest_size=8)
+        for c in children:
+            h.update(c)
+        return h.digest()
+    return fold(rule, digest).hex()
+
+
+def _stamped(name: str) -> bool:
+    """Is the note `name` one the manager stamps (a pass's, not an analysis's nor the stamp)?"""
+    return name != STAMP and owner_of(name) not in ANALYSIS_TABLE
+
+
+def stale_notes(module: Module) -> list[tuple[str, str]]:
+    """The (rule key, note) pairs of `module` whose stamp is missing or not the rule's
+    fingerprint now: notes that may describe another rule. None, after `run_passes`."""
+    out = []
+    for key, notes in module.annotations.items():
+        rule = module.rules.get(key)
+        names = [n for n in notes if _stamped(n)]
+        if rule is None or not names:
+            continue
+        stamp = notes.get(STAMP)
+        if stamp is None or stamp != fingerprint(rule):
+            out.extend((key, n) for n in names)
+    return out
+
+
+def drop_stale_notes(module: Module) -> Module:
+    """`module` without its `stale_notes` (and the stamps left with no note beside them): what
+    a pass recorded of a rule is trusted only for the rule it was stamped with (a `.hpg` file
+    may have been edited since)."""
+    stale = stale_notes(module)
+    orphans = [key for key, notes in module.annotations.items()
+               if STAMP in notes and not any(_stamped(n) for n in notes)]
+    if not stale and not orphans:
+        return module
+    gone: dict[str, set[str]] = {}
+    for key, name in stale:
+        gone.setdefault(key, set()).add(name)
+    notes = {}
+    for key, values in module.annotations.items():
+        kept = {n: v for n, v in values.items() if n not in gone.get(key, ())}
+        if STAMP in kept and not any(_stamped(n) for n in kept):
+            del kept[STAMP]
+        if kept:
+            notes[key] = kept
+    return replace(module, annotations=notes)
+
+
+def _restamp(p: Pass, before: Module, after: Module) -> Module:
+    """`after` (what `p` made of `before`) with its stamps brought up to date: a rule `p`
+    changed (its fingerprint is not its stamp) loses the notes of passes other than `p` and
+    those `p` preserves; the notes `p` wrote are stamped with the rule they describe. The
+    fingerprints of rules `p` kept (the same objects, stamped) are not computed again."""
+    keep = {p.name, *getattr(p, "preserves", ())}
+    changed: dict[str, dict[str, object]] = {}
+    for key, notes in after.annotations.items():
+        rule = after.rules.get(key)
+        if rule is None or not notes:
+            continue
+        stamp = notes.get(STAMP)
+        if stamp is not None and before.rules.get(key) is rule:
+            continue  # the rule it was stamped with (stamps are checked on the way in)
+        if not any(_stamped(n) for n in notes):
+            if stamp is not None:  # its notes went (a pass's notes of a removed rule)
+                changed[key] = {n: v for n, v in notes.items() if n != STAMP}
+            continue
+        now = fingerprint(rule)
+        if stamp == now:
+            continue
+        if stamp is None:  # notes `p` wrote now (any other pass's notes are stamped)
+            changed[key] = {**notes, STAMP: now}
+            continue
+        kept = {n: v for n, v in notes.items() if n != STAMP and (not _stamped(n) or owner_of(n) in keep)}
+        if any(_stamped(n) for n in kept):
+            kept[STAMP] = now
+        changed[key] = kept
+    if not changed:
+        return after
+    notes = {**after.annotations, **changed}
+    return replace(after, annotations={key: values for key, values in notes.items() if values})
 
 
 def owner_of(name: str) -> str:

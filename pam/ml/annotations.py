@@ -2,8 +2,10 @@
 `ml-kinds` analysis (each function's kind, purity, loop, the globals it reads, the functions it
 refers to, the globals' slots), and the shapes the ML passes ask for (docs/passes.md): the
 overflow checks each int operation needs (`ml-ranges`), the depth bound of a recursion
-(`ml-ranges`), calls counted per block (`ml-batch-counts`). A note that does not fit the body it
-is about (stale or malformed, as a `.hpg` file may hold) is ignored: the plain shape is kept.
+(`ml-ranges`), calls counted per block (`ml-batch-counts`). No note is stale: the pass manager
+drops a pass's notes of a rule that a later pass changed, and those of a `.hpg` file whose stamp
+is not their rule's (hpgrem/passes/__init__.py, "Stamps"). A malformed note (a hand-edited
+`.hpg` file's) is ignored: the plain shape is kept.
 """
 
 from __future__ import annotations
@@ -85,13 +87,12 @@ class Annotations:
         for key, info in self.info.items():
             info.bounded = self._bounded(info, module.annotation(key, "ml-ranges.depth"))
             # ml-ranges' `once`: the bounded copy's result is checked by its caller
-            info.checks_once = (info.bounded is not None
-                                and module.annotation(key, "ml-ranges.once") == fingerprint(info.fn.body))
+            info.checks_once = info.bounded is not None and module.annotation(key, "ml-ranges.once") is not None
             info.returns_raise = (info.direct or not info.gen) and info.raises and key not in closures
 
     def _bounded(self, info: FunctionInfo, note) -> tuple[int, int] | None:
         fn = info.fn
-        if not (info.direct and isinstance(note, tuple) and len(note) == 3 and note[0] == fingerprint(fn.body)
+        if not (info.direct and isinstance(note, tuple) and len(note) == 3
                 and type(note[1]) is int and len(fn.params) - fn.arity <= note[1] < len(fn.params)
                 and type(note[2]) is int and ml.INT_MIN < note[2] <= ml.INT_MAX):
             return None
@@ -103,7 +104,9 @@ class Annotations:
 
 def overflow_checks(fn: ml.Function, note) -> dict[int, str]:
     """The checks the `ml-ranges` annotation `note` gives the int operations of `fn`'s body, by
-    node id; none when it was made for another body or is malformed (every check is kept)."""
+    node id; none when it is malformed (every check is kept): its form is the body's digest and
+    one check per operation (a note of another body has another digest, or length: the manager
+    keeps such notes from the machine, but this function serves any caller)."""
     ops = [x for x in ir.walk_tree(fn.body) if isinstance(x, ml.Prim) and x.op in INT_ARITHMETIC]
     if not (isinstance(note, tuple) and len(note) == len(ops) + 1 and note[0] == fingerprint(fn.body)
             and all(c in ("", "lo", "hi", "hi0", "lohi") for c in note[1:])):

@@ -47,11 +47,7 @@ class SimAllReduce:
 
     def arrived(self, message) -> None:
         key, part = message.payload
-        var = self._slot(key)
-        woken = var.susp is not None  # its task waits for it: it takes its turn next
-        self.pe.bind(var, part)
-        if woken:
-            self.replica.woke(key[0])
+        self.pe.bind(self._slot(key), part)  # its task, if it waits, takes its turn first
 
     def _slot(self, key: tuple) -> Var:
         var = self.inbox.get(key)
@@ -214,7 +210,6 @@ class MPIAllReduce:
         for entry in self.pending:
             if entry[0].Test():
                 self.pe.bind(entry[1], True)
-                self.replica.woke(entry[3])
             else:
                 waiting.append(entry)
         self.pending = waiting

@@ -1,11 +1,13 @@
-"""A pipeline stage's step: its action list (hpgrem/ir/tensor/schedule.py) run in order.
+"""A pipeline stage's step: its action list (hpgrem/ir/tensor/schedule.py) as scheduled tasks.
 
-One task per PE, the *action runner*, walks the list: each kernel of a compute action is one
-step of it (charged its FLOPs, as an op task is), a bucket's collective is handed to its
-collective task and waited for, a send goes out without waiting, and a recv waits until its
-message is in the inbox (pam.tensor.p2p). The list is run exactly as given, on simulated PEs
-and on MPI ranks alike: the schedule (GPipe, 1F1B, interleaved), not the data flow, decides
-what a stage does next, so its bubble and its memory are the schedule's.
+The list is compiled here into the plan's steps it runs (`compile_program`); the runtime
+(pam.tensor.runtime, `TensorRuntime._schedule`) makes each kernel, collective, send and recv of
+it a task of its own, placed in the PE's priority queue at its place in the list and waiting
+for the one before it. So the PE's scheduler runs the list exactly as given, one task (one
+rewrite) per op, on simulated PEs and on MPI ranks alike: the schedule (GPipe, 1F1B,
+interleaved), not the data flow, decides what a stage does next, so its bubble and its memory
+are the schedule's. A send goes out without waiting; a recv waits until its message is in the
+inbox (pam.tensor.p2p).
 
 Each PE's `Clock` records, for the bubble: the instructions of its forward and backward
 kernels, and the virtual time its last backward ended (the pipeline's flush).
@@ -15,12 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpgrem.ir import NO_SPAN
 from hpgrem.ir.tensor.schedule import COMPUTE, Action
-from pam.step import WaitAll, declare
-from pam.task import Task
-
-ACTION_COST = 10  # instructions of one turn of the runner beside a kernel's own FLOPs
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,84 +93,6 @@ def _outputs(call) -> tuple[int, ...]:
     return (call.output, *(slot for _, slot in call.parts))
 
 
-class ActionTask(Task):
-    """The runner of one PE's action list: `at` is the action, `item` the step within it."""
-
-    __slots__ = ("at", "item", "handed", "steps")
-
-    def __init__(self, proc, steps: list[Step]) -> None:
-        super().__init__(proc, (), None, NO_SPAN)
-        self.at = self.item = 0
-        self.handed = False
-        self.steps = steps
-
-    def describe(self, names=None) -> str:
-        """The action it is at (a trace's rewrite shows it: `tensor forward mb 1 chunk 0 (14 ops)`)."""
-        steps = self.steps
-        return f"tensor {steps[self.at].action.text()}" if self.at < len(steps) else "tensor actions done"
-
-
-def runner(replica, pe, steps: list[Step], run_kernel, collectives: dict, p2p, stages: tuple[int, ...],
-           now) -> ActionTask:
-    """The action runner of `replica` on `pe`: `run_kernel(call)` runs one kernel call whose
-    inputs exist, `collectives` maps a bucket's plan index to its task, `p2p` moves messages to
-    the PEs `stages` (stage -> PE), `now()` is the PE's clock in seconds."""
-    plan = replica.plan
-
-    @declare("tensor action", 1, ACTION_COST, key="tensor-action")
-    def act(task: ActionTask):
-        slots = replica.slots
-        if replica.clock.pipeline_start < 0:
-            replica.clock.pipeline_start = now()
-        while task.at < len(steps):
-            s = steps[task.at]
-            kind = s.action.kind
-            if kind in COMPUTE:
-                if task.item == 0 and kind not in ("forward", "backward") and not replica.clock.flushed:
-                    replica.clock.flushed = True
-                    replica.clock.pipeline_end = now()
-                if task.item < len(s.items):
-                    index = s.items[task.item]
-                    call = plan.steps[index]
-                    if index in collectives:
-                        outputs = [slots[i] for i in call.outputs]
-                        if not task.handed:
-                            task.handed = True
-                            collectives[index].reset()
-                            pe.push(collectives[index])
-                        if any(v.val is None for v in outputs):
-                            return WaitAll(outputs)
-                        task.handed = False
-                    else:
-                        unbound = [slots[i] for i in call.inputs if slots[i].val is None]
-                        if unbound:
-                            return WaitAll(unbound)
-                        run_kernel(call)
-                        if kind in ("forward", "backward"):
-                            replica.clock.pipeline_instr += call.instructions
-                    task.item += 1
-                    return task
-            elif kind == "send":
-                values = tuple(slots[i].val for i in s.slots)
-                replica.clock.p2p_bytes += p2p.send(stages[s.peer], (replica.round, s.action.values[0]), values)
-                replica.consumed(s.slots)
-            else:
-                values = p2p.take((replica.round, s.action.values[0]))
-                if values is None:
-                    return [p2p.slot((replica.round, s.action.values[0]))]
-                for i, value in zip(s.slots, values):
-                    pe.bind(slots[i], value)
-                    replica.produced(i, value)
-            task.at += 1
-            task.item = 0
-            if kind in ("send", "recv"):
-                return task
-        task.at = 0
-        return None
-
-    return ActionTask(act, steps)
-
-
 def bubble(clocks: list, instruction: float) -> float:
     """The pipeline bubble of a step from its stages' clocks (one per stage): the mean over the
     stages of (flush - start - compute) / compute, where the flush is when the last stage ran
@@ -185,4 +104,4 @@ def bubble(clocks: list, instruction: float) -> float:
     return sum(shares) / len(shares)
 
 
-__all__ = ["ActionTask", "Step", "bubble", "compile_program", "runner"]
+__all__ = ["Step", "bubble", "compile_program"]

@@ -20,13 +20,13 @@ the backward in the same order and a bucket's collective progresses while backwa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from heapq import heappop, heappush
 from time import perf_counter
 from typing import Callable
 
 import numpy as np
 
 from hpgrem.ir import NO_SPAN
+from hpgrem.ir.tensor.schedule import COMPUTE
 from pam.costs import DEFAULT, CostModel
 from pam.step import WaitAll, declare
 from pam.task import Task
@@ -161,7 +161,7 @@ class Plan:
                                          len(self.steps)))
         self.size = len(self.slot)
         self._plan_memory()
-        self.launches = self._launches()
+        self.urgent = self._urgent()
         self.gathers = gathers
         self.gates = self._gates()
 
@@ -195,24 +195,28 @@ class Plan:
             group.append((s.ordinal, reader))
         return gates
 
-    def _launches(self) -> dict[int, tuple[int, ...]]:
-        """For each slot, the collectives (indexes into `steps`) it is an input of, reached
-        through a `reshape` that only flattens it for that collective: when an op binds the
-        last of a collective's inputs, the runtime starts the collective in that op's turn, as
-        DDP's and DeepSpeed's gradient hooks launch a bucket's reduction from the backward op
-        that fills it (left to the ready queue, a filled bucket waits behind whatever the
-        collectives that complete meanwhile wake: it is a stack)."""
+    def _urgent(self) -> frozenset[int]:
+        """The plan's steps that run before any other ready kernel: the collectives (a
+        collective's turns, starting it and taking its peers' parts, come before any op's) and
+        the `reshape`s that only flatten a value for one (so a collective starts as soon as the
+        op that fills it has run, as DDP's and DeepSpeed's gradient hooks launch a bucket's
+        reduction from the backward op that fills it)."""
         made_by = {s.output: i for i, s in enumerate(self.steps) if type(s) is KernelCall}
-        out: dict[int, list[int]] = {}
+        out = set()
         for i, s in enumerate(self.steps):
             if type(s) is not Bucket:
                 continue
+            out.add(i)
             for slot in set(s.inputs):
-                out.setdefault(slot, []).append(i)
                 flatten = made_by.get(slot)
                 if flatten is not None and self.steps[flatten].op == "reshape" and self.readers[slot] == 1:
-                    out.setdefault(self.steps[flatten].inputs[0], []).append(flatten)
-        return {slot: tuple(steps) for slot, steps in out.items()}
+                    out.add(flatten)
+        return frozenset(out)
+
+    def priority(self, index: int) -> int:
+        """The scheduling priority of the task of plan step `index` (the smallest runs first):
+        the plan's order, the urgent steps first (`_urgent`)."""
+        return index - len(self.steps) if index in self.urgent else index
 
     def _plan_memory(self) -> None:
         """What memory accounting needs: each slot's category, how many steps read it (it is
@@ -242,19 +246,7 @@ class Plan:
             elif op.op == "evict":
                 self.host[self.slot[op.name]] = True
         self.fetches = frozenset(s.output for s in self.steps if type(s) is KernelCall and s.op == "fetch")
-        # the kernel calls that read each slot made in the step, and how many such slots each
-        # reads: the ready kernels' bookkeeping (Replica.next_ready; a fetch keeps to its task,
-        # which holds it back under the device budget)
         self.lazy = self._lazy()
-        made = {slot for s in self.steps for slot in (s.outputs if type(s) is Bucket else
-                                                        (s.output, *(p for _, p in s.parts)))} - self.lazy.keys()
-        self.waiting_on: list[list[int]] = [[] for _ in range(self.size)]
-        self.unbound = [0] * len(self.steps)
-        for i, s in enumerate(self.steps):
-            if type(s) is KernelCall and s.op != "fetch":
-                for slot in set(s.inputs) & made:
-                    self.waiting_on[slot].append(i)
-                    self.unbound[i] += 1
 
     def _lazy(self) -> dict[int, int]:
         """The kernel calls that read only the step's persistent values and inputs (directly or
@@ -305,23 +297,48 @@ class Plan:
         return out
 
 
-class OpTask(Task):
+class TensorTask(Task):
+    """A task of a tensor step. `priority` orders the PE's ready queue (pam.ready: the plan's
+    order, or a pipeline stage's schedule); in a pipeline stage, `order` is its place in the
+    stage's schedule, `after` the place of the one it runs after (-1: none), and `action` the
+    schedule's action it is part of (hpgrem.ir.tensor.schedule.Action)."""
+
+    __slots__ = ("priority", "order", "after", "action")
+    starves = False  # the priorities decide; the queue is never turned round
+
+    def __init__(self, proc, args: tuple, priority: int) -> None:
+        super().__init__(proc, args, None, NO_SPAN)
+        self.priority = priority
+        self.order = self.after = -1
+        self.action = None
+
+    def in_schedule(self, order: int, action) -> TensorTask:
+        """This task at place `order` of a pipeline stage's schedule, part of `action`."""
+        self.priority = self.order = order
+        self.after = order - 1
+        self.action = action
+        return self
+
+
+class OpTask(TensorTask):
     """The task of one kernel call (`args` = (the KernelCall,))."""
 
     __slots__ = ()
 
     def describe(self, names=None) -> str:
-        return f"tensor {self.args[0].op} {self.args[0].name}"
+        """`tensor matmul h.0.attn.qkv` (and in a pipeline stage `(forward mb 1 chunk 0)`)."""
+        where = "" if self.action is None else f" ({self.action.label()})"
+        return f"tensor {self.args[0].op} {self.args[0].name}{where}"
 
 
-class CollectiveTask(Task):
+class CollectiveTask(TensorTask):
     """The task of one bucket's all-reduce on one PE; `stage` is how far its protocol is
     (pam.tensor.collectives), `buffer` the bucket flattened."""
 
     __slots__ = ("stage", "buffer", "chunks")
 
-    def __init__(self, proc, bucket: Bucket) -> None:
-        super().__init__(proc, (bucket,), None, NO_SPAN)
+    def __init__(self, proc, bucket: Bucket, priority: int) -> None:
+        super().__init__(proc, (bucket,), priority)
         self.reset()
 
     def reset(self) -> None:
@@ -331,7 +348,17 @@ class CollectiveTask(Task):
         self.waits = None
 
     def describe(self, names=None) -> str:
-        return f"tensor {self.args[0].name}"
+        where = "" if self.action is None else f" ({self.action.label()})"
+        return f"tensor {self.args[0].name}{where}"
+
+
+class P2PTask(TensorTask):
+    """A pipeline stage's send or recv (`args` = (the pam.tensor.pipeline.Step,))."""
+
+    __slots__ = ()
+
+    def describe(self, names=None) -> str:
+        return f"tensor {self.args[0].action.text()}"
 
 
 @dataclass(slots=True)
@@ -346,8 +373,8 @@ class Clock:
     kernels: int = 0
     collectives: int = 0
     reduced_bytes: int = 0
-    pipeline_instr: int = 0  # a pipeline stage's forward and backward kernels (pam.tensor.pipeline)
-    pipeline_start: float = -1.0  # the PE's clock when its first action began
+    pipeline_instr: int = 0  # a pipeline stage's forward and backward kernels
+    pipeline_start: float = -1.0  # the PE's clock when its first scheduled task began
     pipeline_end: float = 0.0  # the PE's clock when its last backward had run (the pipeline's flush)
     flushed: bool = False
     p2p_bytes: int = 0  # bytes a pipeline stage sent to other stages
@@ -373,14 +400,11 @@ class Replica:
         self.opened = bytearray()  # per all-gather: its result is in use (Plan._gates)
         self.gather_waits: dict[int, Var] = {}  # an all-gather waiting for its turn (by ordinal): its variable
         self.pending: list[int] = []  # per slot: the steps still to read it in this step
-        self.ran = bytearray()  # per plan step: its kernel has run in this step (one run ahead of its task)
-        self.urgent: list[Task] | None = []  # collectives ready for a turn, before any op (None: a pipeline's)
-        self.ready: list[int] | None = []  # the ready kernel calls (a heap of plan indexes; None: a pipeline's)
-        self.unbound: list[int] = []  # per kernel call: its inputs not yet bound in this step
+        self.turns: list[Var] = []  # a pipeline stage: per scheduled task, bound once it has run
 
     def start(self, feeds: dict[str, np.ndarray]) -> None:
         """Fresh variables for a new step, the persistent values and `feeds` bound, and every
-        task pushed in the graph's order (the first on top)."""
+        task pushed (the PE's queue orders them by priority)."""
         plan = self.plan
         self.round += 1
         self.clock = Clock()
@@ -389,19 +413,13 @@ class Replica:
         self.room_var, self.in_flight = None, 0
         self.gathered, self.gather_waits = 0, {}
         self.opened = bytearray(plan.gathers)
-        if self.urgent is not None:
-            self.urgent.clear()
-        if self.ready is not None:
-            self.unbound = list(plan.unbound)
-            self.ready = [i for i, n in enumerate(self.unbound) if not n and type(plan.steps[i]) is KernelCall
-                          and plan.steps[i].op != "fetch" and plan.steps[i].output not in plan.lazy]
         self.pending = list(plan.readers)
-        self.ran = bytearray(len(plan.steps))
+        self.turns = [Var() for t in self.tasks if t.order >= 0]
         for name, value in (*self.persistent.items(), *feeds.items()):
             slot = plan.slot[name]
             slots[slot].val = value
             self.meter.alloc(plan.category[slot], nbytes(value), plan.host[slot])
-        for t in reversed(self.tasks):
+        for t in self.tasks:
             if type(t) is CollectiveTask:
                 t.reset()
             self.pe.push(t)
@@ -416,26 +434,7 @@ class Replica:
         return self.slots[self.plan.slot[name]].val
 
     def bind(self, slot: int, value) -> None:
-        """Bind `slot`; each kernel call it completes the inputs of joins the ready ones."""
         self.pe.bind(self.slots[slot], value)
-        if self.ready is not None:
-            unbound, ready = self.unbound, self.ready
-            for i in self.plan.waiting_on[slot]:
-                unbound[i] -= 1
-                if not unbound[i]:
-                    heappush(ready, i)
-
-    def next_ready(self, index: int) -> int | None:
-        """The kernel call that is ready and first in the plan's order, if it comes before
-        `index`. The PE's ready queue is a stack: the tasks a value wakes land on it in the
-        order they began to wait (the last runs first), and what wakes later runs before
-        what woke earlier; so ready kernels run in the plan's order instead, as an autograd
-        engine runs the ops a gradient makes ready in a fixed order, and every PE makes its
-        gradients, and starts their collectives, in the same order."""
-        ready, ran = self.ready, self.ran
-        while ready and ran[ready[0]]:
-            heappop(ready)
-        return ready[0] if ready and ready[0] < index else None
 
     def produced(self, slot: int, value) -> None:
         """Account `value`, just bound to `slot`; a value nothing reads nor keeps is dropped."""
@@ -480,22 +479,11 @@ class Replica:
         self.opened[ordinal] = 1
         self.gather_turn()
 
-    def woke(self, key: int) -> None:
-        """The collective of the plan's step `key` was woken (its peers' part, or its MPI
-        request's completion, is there): its turn comes before the next op's."""
-        if self.urgent is not None:
-            self.urgent.append(self.tasks[key])
-
-    def next_urgent(self) -> Task | None:
-        """A woken collective's task, taken out of the ready queue to run now; None if none is
-        left there (each runs once per wake-up)."""
-        ready = self.pe.ready
-        while self.urgent:
-            task = self.urgent.pop(0)
-            if task in ready:
-                ready.remove(task)
-                return task
-        return None
+    def waits_for_turn(self, task: TensorTask, waits: list) -> list:
+        """`waits` with, in a pipeline stage, the turn of the task scheduled before `task`."""
+        if task.after >= 0 and self.turns[task.after].val is None:
+            waits.append(self.turns[task.after])
+        return waits
 
     def room(self) -> Var:
         """What a fetch held back by the device budget waits on: bound when an op has run."""
@@ -560,6 +548,7 @@ class TensorRuntime:
     def load(self, pe, timeout: float | None = None) -> dict:
         replica = self.replicas[pe.number] = Replica(self.plan, pe, self._members(pe.number))
         replica.release = self.release
+        pe.order_by_priority()  # the plan's order (or the stage's schedule), whatever wakes when
         counting = self.counting
         counters = pe.stats.counters
         in_place_outputs, accumulating = self.plan.in_place, self.plan.accumulating
@@ -568,29 +557,38 @@ class TensorRuntime:
         plan_steps = self.plan.steps
         gated = frozenset(self.plan.gates.values())
         lazy = self.plan.lazy if self.program is None else {}
-        # a pipeline stage's runner hands each collective over itself, in its action's order
-        launches = self.plan.launches if self.program is None else {}
-        if self.program is not None:
-            replica.urgent = replica.ready = None
+        # the PE's virtual clock, for a pipeline's bubble (under MPI, its instructions)
+        now = (lambda: pe.net.now()) if pe.net is not None and self.comms is None \
+            else (lambda: pe.instructions * self.costs.instruction)
+
+        def looks(task: TensorTask) -> None:
+            """The bubble's start: when a pipeline stage's first task first looks."""
+            if task.order == 0 and replica.clock.pipeline_start < 0:
+                replica.clock.pipeline_start = now()
+
+        def scheduled(task: TensorTask) -> None:
+            """A pipeline stage's task runs: the bubble's flush is when the first task of an
+            action that is neither a forward nor a backward runs (or the last task has run)."""
+            clock = replica.clock
+            kind = task.action.kind
+            if kind in COMPUTE and kind not in ("forward", "backward") and not clock.flushed:
+                clock.flushed = True
+                clock.pipeline_end = now()
+
+        def turn_done(task: TensorTask) -> None:
+            """A pipeline stage's task has run: the next in its schedule may."""
+            if task.order >= 0:
+                if task.order == len(replica.turns) - 1 and not replica.clock.flushed:
+                    replica.clock.flushed = True
+                    replica.clock.pipeline_end = now()
+                pe.bind(replica.turns[task.order], True)
 
         @declare("tensor op", 1, OP_COST, key="tensor-op")
         def op(task: OpTask):
             k = task.args[0]
-            if replica.ran[k.index] or k.output in lazy:  # run ahead, or run when needed (Plan._lazy)
-                replica.made_room()
-                return None
-            if replica.urgent:
-                first = replica.next_urgent()
-                if first is not None:  # a collective's turn first, then this op's
-                    pe.ready.append(task)
-                    return first
-            if replica.ready:
-                before = replica.next_ready(k.index)
-                if before is not None:  # a kernel first in the plan's order, then this op's turn
-                    run_kernel(plan_steps[before])
-                    return task
             slots = replica.slots
-            unbound = [slots[i] for i in k.inputs if slots[i].val is None and i not in lazy]
+            looks(task)
+            unbound = replica.waits_for_turn(task, [slots[i] for i in k.inputs if slots[i].val is None and i not in lazy])
             if unbound:
                 replica.made_room()  # a held-back fetch may be what this op waits for
                 return WaitAll(unbound)
@@ -598,16 +596,20 @@ class TensorRuntime:
                     and replica.meter.total + nbytes(slots[k.inputs[0]].val) > budget:
                 replica.meter.stalls += 1  # back-pressure: other work first, a fetch when it fits
                 return WaitAll([replica.room()])
+            if task.order >= 0:
+                scheduled(task)
+                if task.action.kind in ("forward", "backward"):
+                    replica.clock.pipeline_instr += k.instructions
             run_kernel(k)
+            turn_done(task)
             return None
 
         def run_kernel(k: KernelCall) -> None:
             slots = replica.slots
             clock = replica.clock
             for i in k.inputs:
-                if slots[i].val is None and i in lazy:  # made now, for this reader
+                if slots[i].val is None and i in lazy:  # made now, for this reader (Plan._lazy)
                     run_kernel(plan_steps[lazy[i]])
-            replica.ran[k.index] = 1
             began = perf_counter()
             accumulate = k.output in accumulating and replica.pending[k.inputs[0]] == 1
             value = INTO[k.op](*[slots[i].val for i in k.inputs]) if accumulate and replica.release \
@@ -629,28 +631,7 @@ class TensorRuntime:
                 replica.produced(slot, value[index])
             if not (in_place or accumulate):
                 replica.consumed(k.inputs)
-            if launches:
-                launch_ready(k.output)
-                for _, slot in k.parts:
-                    launch_ready(slot)
             replica.made_room()
-
-        def launch_ready(slot: int) -> None:
-            """`slot` was just bound: start each collective it completes the inputs of (after
-            the reshape that flattens it for the collective), in this turn (Plan._launches)."""
-            slots = replica.slots
-            for index in launches.get(slot, ()):
-                s = plan_steps[index]
-                if any(slots[i].val is None for i in s.inputs):
-                    continue
-                if type(s) is KernelCall:
-                    if not replica.ran[index]:
-                        run_kernel(s)
-                    continue
-                task = replica.tasks[index]
-                if task.stage < 0 and (s.ordinal < 0 or replica.may_gather(s.ordinal)):
-                    launch(task, s)
-                    replica.urgent.append(task)  # its next turn (taking its peers' parts) first
 
         allreduce = (SimAllReduce if self.comms is None else MPIAllReduce)(replica, pe, per_flop, self.comms)
 
@@ -679,11 +660,13 @@ class TensorRuntime:
             slots = replica.slots
             clock = replica.clock
             if task.stage < 0:
-                unbound = [slots[i] for i in b.inputs if slots[i].val is None]
+                unbound = replica.waits_for_turn(task, [slots[i] for i in b.inputs if slots[i].val is None])
                 if unbound:
                     return WaitAll(unbound)
                 if b.ordinal >= 0 and not replica.may_gather(b.ordinal):  # prefetch: Plan._gates
                     return WaitAll([replica.gather_waits.setdefault(b.ordinal, Var())])
+                if task.order >= 0:
+                    scheduled(task)
                 launch(task, b)
             began = perf_counter()
             waiting = allreduce.advance(task, b)
@@ -717,27 +700,70 @@ class TensorRuntime:
             replica.made_room()
             task.buffer = task.chunks = None
             clock.comm_wall += perf_counter() - began
+            turn_done(task)
             return None
 
-        replica.tasks = [CollectiveTask(collective, s) if type(s) is Bucket else OpTask(op, (s,), None, NO_SPAN)
-                         for s in self.plan.steps]
+        plan = self.plan
+        replica.tasks = [CollectiveTask(collective, s, plan.priority(i)) if type(s) is Bucket
+                         else OpTask(op, (s,), plan.priority(i))
+                         for i, s in enumerate(plan.steps) if i not in lazy.values()]
         steps = self.steps[pe.number] = {"tensor-op": op, "tensor-collective": collective,
                                          "tensor-main": self._main(replica)}
-        if self.program is not None:  # a pipeline stage: its action list decides the order
-            from pam.tensor.p2p import MPIPointToPoint, SimPointToPoint
-            from pam.tensor.pipeline import runner
-
-            stages = replica.members.get("pp", (pe.number,))
-            p2p = (SimPointToPoint if self.comms is None else MPIPointToPoint)(pe, (self.comms or {}).get(stages),
-                                                                               stages)
-            # the PE's virtual clock (under MPI, its instructions: the bubble is measured in them)
-            clock = (lambda: pe.net.now()) if pe.net is not None and self.comms is None \
-                else (lambda: pe.instructions * self.costs.instruction)
-            collectives = {i: t for i, t in enumerate(replica.tasks) if type(t) is CollectiveTask}
-            task = runner(replica, pe, self.program, run_kernel, collectives, p2p, stages, clock)
-            replica.tasks = [task]
-            steps["tensor-action"] = task.proc
+        if self.program is not None:
+            steps.update(self._schedule(replica, pe, looks, scheduled, turn_done))
         return steps
+
+    def _schedule(self, replica: Replica, pe, looks, scheduled, turn_done) -> dict:
+        """A pipeline stage: its tasks in the order of its action list (pam.tensor.pipeline),
+        each after the one before it; a send goes out without waiting, a recv waits until its
+        message is in the inbox (pam.tensor.p2p). Returns the steps of sends and recvs."""
+        from pam.tensor.p2p import MPIPointToPoint, SimPointToPoint
+
+        stages = replica.members.get("pp", (pe.number,))
+        p2p = (SimPointToPoint if self.comms is None else MPIPointToPoint)(pe, (self.comms or {}).get(stages), stages)
+
+        @declare("tensor send", 1, OP_COST, key="tensor-send")
+        def send(task: P2PTask):
+            s = task.args[0]
+            waits = replica.waits_for_turn(task, [])
+            if waits:
+                return WaitAll(waits)
+            scheduled(task)
+            slots = replica.slots
+            values = tuple(slots[i].val for i in s.slots)
+            replica.clock.p2p_bytes += p2p.send(stages[s.peer], (replica.round, s.action.values[0]), values)
+            replica.consumed(s.slots)
+            turn_done(task)
+            return None
+
+        @declare("tensor recv", 1, OP_COST, key="tensor-recv")
+        def recv(task: P2PTask):
+            s = task.args[0]
+            key = (replica.round, s.action.values[0])
+            looks(task)
+            waits = replica.waits_for_turn(task, [])
+            if waits:
+                return WaitAll(waits)
+            values = p2p.take(key)
+            if values is None:
+                return [p2p.slot(key)]
+            scheduled(task)
+            for i, value in zip(s.slots, values):
+                pe.bind(replica.slots[i], value)
+                replica.produced(i, value)
+            turn_done(task)
+            return None
+
+        by_index = {t.args[0].index if type(t) is OpTask else t.args[0].key: t for t in replica.tasks}
+        tasks = []
+        for s in self.program:
+            if s.action.kind in COMPUTE:
+                tasks += [by_index[i].in_schedule(len(tasks) + n, s.action) for n, i in enumerate(s.items)]
+            else:
+                tasks.append(P2PTask(send if s.action.kind == "send" else recv, (s,), 0)
+                             .in_schedule(len(tasks), s.action))
+        replica.tasks = tasks
+        return {"tensor-send": send, "tensor-recv": recv}
 
     def _members(self, pe: int) -> dict[str, tuple[int, ...]]:
         """This PE's group of each name the graph's collectives use."""
@@ -774,11 +800,11 @@ class TensorRuntime:
         if self.feeds is None:
             raise ValueError("a tensor step needs its parameters and inputs: run it with backend.tensor.job.TensorJob")
         self.replicas[pe.number].start(self.feeds)
-        return Task(self.steps[pe.number]["tensor-main"], (outputs[0],), None, NO_SPAN)
+        return TensorTask(self.steps[pe.number]["tensor-main"], (outputs[0],), len(self.plan.steps))
 
     def show(self, value, names: dict) -> str:
         value = value.val if type(value) is Var else value
         return repr(value)
 
 
-__all__ = ["T800_FLOPS", "TensorRuntime", "Replica", "Plan"]
+__all__ = ["T800_FLOPS", "Plan", "Replica", "TensorRuntime"]

@@ -43,14 +43,18 @@ class Action:
         if self.kind not in KINDS:
             raise ValueError(f"unknown action kind {self.kind!r}")
 
-    def text(self) -> str:
-        """One line: `forward mb 1 chunk 0 (12 ops)`, `send mb 1 -> 2: h.1.res_2`."""
+    def label(self) -> str:
+        """What the action is and of which micro-batch and chunk: `forward mb 1 chunk 0`."""
         where = f" mb {self.micro_batch}" if self.micro_batch >= 0 else ""
         where += f" chunk {self.chunk}" if self.chunk >= 0 else ""
+        return self.kind + where
+
+    def text(self) -> str:
+        """One line: `forward mb 1 chunk 0 (12 ops)`, `send mb 1 -> 2: h.1.res_2`."""
         if self.kind in ("send", "recv"):
             arrow = "->" if self.kind == "send" else "<-"
-            return f"{self.kind}{where} {arrow} stage {self.peer}: {', '.join(self.values)}"
-        return f"{self.kind}{where} ({len(self.values)} ops)"
+            return f"{self.label()} {arrow} stage {self.peer}: {', '.join(self.values)}"
+        return f"{self.label()} ({len(self.values)} ops)"
 
 
 Unit = tuple[str, int, int]
