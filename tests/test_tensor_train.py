@@ -95,7 +95,7 @@ def test_a_bad_configuration_is_one_clear_error_and_status_2(tmp_path, capsys, m
 
 def test_a_missing_configuration_file(capsys, tmp_path):
     status, err = train(capsys, str(tmp_path / "none.toml"))
-    assert status == 2 and err == f"hpgrem: error: {tmp_path / 'none.toml'}: no such file\n"
+    assert status == 2 and err == f"hpgrem: error: {tmp_path / 'none.toml'}: no such configuration file\n"
 
 
 # -- the data ------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from hpgrem.errors import UsageError
+from hpgrem.files import read_text
 
 DTYPES = ("float32", "float64")
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -162,19 +163,7 @@ def config_from_table(table: dict[str, Any], source: str,
 
 
 def _read(path: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a configuration file") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    return read_text(path, ConfigError, "configuration file")
 
 
 _AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")

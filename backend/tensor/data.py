@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpgrem.errors import UsageError
+from hpgrem.files import read_bytes
 
 NOISE = 0.1
 """Probability that a synthetic token breaks the rule (a uniform random token instead)."""
@@ -78,19 +79,7 @@ class TextData:
     def load(cls, path: str, seq_len: int) -> TextData:
         """Read and split `path`; DataError if it is missing, not UTF-8, or too short for two
         windows of seq_len + 1 bytes (one to train on, one held out)."""
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            raise DataError(f"{path}: no such data file") from None
-        except IsADirectoryError:
-            raise DataError(f"{path}: is a directory, not a data file") from None
-        except OSError as e:
-            raise DataError(f"{path}: cannot read: {e.strerror or e}") from None
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise DataError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        data = read_bytes(path, DataError, "data file", utf8=True)
         tokens = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
         cut = len(tokens) - max(seq_len + 1, int(len(tokens) * HELD_OUT))
         if cut < seq_len + 1:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hpgrem.errors import UsageError
+from hpgrem.files import read_text
 
 if TYPE_CHECKING:
     from frontend import Compiled
@@ -68,16 +69,7 @@ def check_text(text: str, file: str) -> Compiled:
 
 
 def read_source(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory") from None
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    except OSError as e:
-        raise UsageError(f"{path}: {e.strerror}") from None
+    return read_text(path)
 
 
 def selected_passes(options: Options) -> list[str]:

@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hpgrem.files import read_text
+
 VERSION = 1
 KINDS = ("rewrite", "suspend", "resume", "fail", "send", "receive", "steal", "idle", "terminate")
 STATUSES = ("success", "failure", "deadlock", "limit")
@@ -35,17 +37,7 @@ class Stream:
 
 def read_trace(path: str | Path) -> Stream:
     """The trace in `path`; TraceFormatError (naming the line) if it is not a valid one."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise TraceFormatError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    except FileNotFoundError:
-        raise TraceFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceFormatError(f"{path}: is a directory") from None
-    except OSError as e:
-        raise TraceFormatError(f"{path}: {e.strerror}") from None
-    return parse_trace(text, str(path))
+    return parse_trace(read_text(path, TraceFormatError), str(path))
 
 
 def parse_trace(text: str, name: str = "<trace>") -> Stream:
