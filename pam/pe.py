@@ -21,6 +21,7 @@ from pam.ready import PriorityReady
 from pam.stats import PEStats
 from pam.step import WaitAll
 from pam.task import AndGroup, Placed, Seq, Task
+from pam.twins import traced_twin
 from pam.terms import Var, deref, unbound_vars, var_name
 from pam.unify import unify
 
@@ -270,7 +271,7 @@ class PE:
         return self._bounded(self._run, budget)
 
     def run_traced(self, budget: int | None = None) -> int:
-        """`run` in a traced run (`_run_traced`)."""
+        """`run` in a traced run (`_run_traced`, the twin of `_run`)."""
         return self._bounded(self._run_traced, budget)
 
     def _bounded(self, reduce, budget: int | None) -> int:
@@ -317,6 +318,12 @@ class PE:
         return next_check if limit is None else min(next_check, limit)
 
     def _run(self, budget: int | None = None) -> int:
+        """The reduction loop, and the template of its traced twin `_run_traced` (pam/twins.py):
+        in a traced run the same schedule, step for step (so the same reductions, virtual time
+        and messages), reporting each step to `self.tracer`. A step that does not report its own
+        reductions (`proc.traced`) is reported as one rewrite when it commits. Apart, so that an
+        untraced run pays nothing for tracing; the twin keeps the instructions on the PE as it
+        goes, since the tracer's clock reads them inside a step."""
         ready = self.ready
         pop = ready.pop
         stats = self.stats
@@ -335,6 +342,8 @@ class PE:
         meter = self.meter
         looped = 0
         t = None
+        #+ tracer = self.tracer
+        #+ tracer.mark = self.instructions
         fair = self.fair_at - self.steps  # in this run's calls
         try:
             while ready:
@@ -352,17 +361,26 @@ class PE:
                 while True:
                     calls += 1
                     proc = t.proc
-                    instructions += proc.cost
+                    instructions += proc.cost  #-
+                    #+ self.instructions += proc.cost
                     meter[0] = slice_left - 1
+                    #+ tracer.fresh = True
+                    #+ before = None if getattr(proc, "traced", False) else tracer.begin_task(t)
                     r = proc(t)
+                    #+ tracer.offset = 0  # the reductions it ran inside are counted now
                     if meter[1]:
                         extra = meter[1]
                         meter[1] = 0
                         looped += extra
                         calls += extra
-                        instructions += extra * proc.cost
+                        instructions += extra * proc.cost  #-
+                        #+ self.instructions += extra * proc.cost
                         slice_left -= extra
                     if r is None:
+                        #+ if before is not None:
+                        #+     tracer.commit_task(before, r)
+                        #+ tracer.fresh = False
+                        #+ tracer.finished(t)
                         g = t.group
                         if g is not None:
                             finish(g)
@@ -376,6 +394,9 @@ class PE:
                         suspensions += 1
                         self.park_all(t, r)
                         break
+                    #+ if before is not None:
+                    #+     tracer.commit_task(before, r)
+                    #+ tracer.fresh = False
                     t = r  # it continues
                     slice_left -= 1
                     if slice_left <= 0:
@@ -385,6 +406,7 @@ class PE:
                     next_check = self._next_check(calls, limit, deadline, budget, check_every)
                     if next_check is None:
                         break
+            #+ tracer.mark = self.instructions  # the batch is over: the driver advances the clock
         except ProgramFailure as failure:
             self.failed = t
             if failure.goal is None and t is not None:
@@ -392,108 +414,16 @@ class PE:
                 failure.span = failure.span or t.site
             if failure.pe is None:
                 failure.pe = self.number
+            #+ tracer.fail(t, failure.goal, failure.span)
             raise
         finally:
             self.running = None
+            #+ tracer.open.clear()  # a step stopped by a failure or a limit leaves its rewrites open
+            #+ tracer.offset = 0
             self.steps += calls
             stats.reductions += calls - suspensions
             stats.looped += looped
-            self.instructions += instructions
-        return calls
-
-    def _run_traced(self, budget: int | None = None) -> int:
-        """`run` in a traced run (pam.trace): the same schedule, step for step (so the same
-        reductions, virtual time and messages), reporting each step to `self.tracer`. A step
-        that does not report its own reductions (`proc.traced`) is reported as one rewrite when
-        it commits. Kept apart from `run` so that an untraced run pays nothing for tracing."""
-        tracer = self.tracer
-        ready = self.ready
-        stats = self.stats
-        calls = 0
-        suspensions = 0
-        check_every = 4096 if budget is None else budget
-        limit = self.max_steps
-        if limit is not None:
-            limit -= self.steps
-        next_check = check_every if limit is None else min(check_every, limit)
-        deadline = None if self.deadline is None else self.deadline.at
-        meter = self.meter
-        looped = 0
-        t = None
-        tracer.mark = self.instructions
-        fair = self.fair_at - self.steps  # in this run's calls
-        try:
-            while ready:
-                if calls < fair:
-                    t = ready.pop()
-                else:
-                    t = self._next_task(ready, calls)
-                    fair = calls + FAIR
-                full = SLICE
-                self.running = t  # whose binds these are (a call/3's, across PEs: Net.bind_origin)
-                if t is self.paused:
-                    full, self.paused = self.paused_left, None
-                slice_left = full if next_check - calls >= full else max(1, next_check - calls)
-                first = slice_left
-                while True:
-                    calls += 1
-                    proc = t.proc
-                    self.instructions += proc.cost
-                    meter[0] = slice_left - 1
-                    tracer.fresh = True
-                    before = None if getattr(proc, "traced", False) else tracer.begin_task(t)
-                    r = proc(t)
-                    tracer.offset = 0  # the reductions it ran inside are counted now
-                    if meter[1]:
-                        extra = meter[1]
-                        meter[1] = 0
-                        looped += extra
-                        calls += extra
-                        self.instructions += extra * proc.cost
-                        slice_left -= extra
-                    kind = type(r)
-                    if kind is list or kind is WaitAll:
-                        suspensions += 1
-                        if kind is list:
-                            self.park(t, r)
-                        else:
-                            self.park_all(t, r)
-                        break
-                    if before is not None:
-                        tracer.commit_task(before, r)
-                    tracer.fresh = False
-                    if r is None:
-                        tracer.finished(t)
-                        g = t.group
-                        if g is not None:
-                            self.finish(g)
-                        break
-                    t = r
-                    slice_left -= 1
-                    if slice_left <= 0:
-                        self.pause(t, full - (first - slice_left), calls >= next_check)
-                        break
-                if calls >= next_check:
-                    next_check = self._next_check(calls, limit, deadline, budget, check_every)
-                    if next_check is None:
-                        break
-            tracer.mark = self.instructions  # the batch is over: the driver advances the clock
-        except ProgramFailure as failure:
-            self.failed = t
-            if failure.goal is None and t is not None:
-                failure.goal = t.describe()
-                failure.span = failure.span or t.site
-            if failure.pe is None:
-                failure.pe = self.number
-            tracer.fail(t, failure.goal, failure.span)
-            raise
-        finally:
-            self.running = None
-            tracer.open.clear()  # a step stopped by a failure or a limit leaves its rewrites open
-            tracer.offset = 0
-            self.steps += calls
-            stats.reductions += calls - suspensions
-            stats.looped += looped
+            self.instructions += instructions  #-
         return calls
 
     # -- reports ------------------------------------------------------------------------------
@@ -507,3 +437,6 @@ class PE:
             waits = list(dict.fromkeys(var_name(v, names) for v in t.waits or []))
             goals.append((text, t.site, waits, self.number))
         return goals
+
+
+PE._run_traced = traced_twin(PE._run)

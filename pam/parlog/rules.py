@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 
-from hpgrem.ir import Module
-from hpgrem.ir.parlog import SEARCH, AllSolutions, Atom, Float, Int, Relation, Term
+from hpgrem.ir import Module, use_counts, walk
+from hpgrem.ir.parlog import SEARCH, AllSolutions, Atom, Float, Int, Relation, Struct, Term, Var
 from pam.parlog import primitives, search
 from pam.parlog.clause_code import is_ground, to_runtime
 from pam.costs import DEFAULT
@@ -29,6 +29,7 @@ from pam.parlog.goal import Goal, GoalKind
 from pam.parlog.guards import Guards
 from pam.parlog.subcomp import Subcomputations
 from pam.parlog.notes import COST, EXPORTABLE
+from pam.twins import traced_twin
 from pam.parlog.profile_names import rule_names
 from pam.profile import register_code
 from pam.parlog.relation_code import RelationCode, Shape
@@ -68,6 +69,10 @@ class RuleCompiler:
                            if not isinstance(module.rules[key], AllSolutions) or module.rules[key].construct != SEARCH}
         self.out = Emitter()
         self.later: list[list[str]] = []  # steps made for one call site, emitted after their relation
+        # By node id (the module keeps its nodes alive): whether a term is ground, and the
+        # structures each clause uses in several places (the IR is a graph): each found once.
+        self.grounds: dict[int, bool] = {}
+        self.shared: dict[int, frozenset[int]] = {}
         self.source = self._generate()
 
     # -- constants ------------------------------------------------------------------------------
@@ -94,6 +99,38 @@ class RuleCompiler:
         if isinstance(term, Float):  # inf and nan (a .hpg may hold them) have no literal
             return self.const("float", repr(term.value), lambda: term.value)
         return self.const("term", term, lambda: to_runtime(term))
+
+    def is_ground(self, term: Term) -> bool:
+        """Whether `term` has no variable; computed once for each distinct node of the module."""
+        known = self.grounds.get(id(term))
+        if known is not None:
+            return known
+        grounds = self.grounds
+        stack: list = [(term, False)]
+        while stack:
+            t, done = stack.pop()
+            if id(t) in grounds:
+                continue
+            if not isinstance(t, Struct):
+                grounds[id(t)] = not isinstance(t, Var)
+            elif done:
+                grounds[id(t)] = all(grounds[id(a)] for a in t.args)
+            else:
+                stack.append((t, True))
+                stack.extend((a, False) for a in t.args if id(a) not in grounds)
+        return grounds[id(term)]
+
+    def shared_terms(self, clause) -> frozenset[int]:
+        """The ids of the structures with variables that `clause` uses in several places (none
+        in a tree): its code builds each once (pam/parlog/clause_code.py)."""
+        out = self.shared.get(id(clause))
+        if out is None:
+            counts = use_counts((clause,))
+            out = frozenset(i for i, n in counts.items() if n > 1) if any(n > 1 for n in counts.values()) else frozenset()
+            if out:
+                out = frozenset(id(x) for x in walk(clause) if id(x) in out and isinstance(x, Struct) and not self.is_ground(x))
+            self.shared[id(clause)] = out
+        return out
 
     def count(self, what: str) -> None:
         if self.counting:
@@ -197,19 +234,26 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         step, as the PE's loop would, while the slice lasts: its reductions (a loop's too) are
         the step's extra ones (meter[1]) so the step limit and the slices stay exact; a goal that
         suspends is parked (a step but no reduction), one left when the slice ends is queued.
-        The PE charges those extra steps at the caller's `cost`: the difference is set right here."""
+        The PE charges those extra steps at the caller's `cost`: the difference is set right here.
+        The template of its traced twin (pam/twins.py): a step it runs that does not report its
+        own rewrites (a primitive) is reported as one; a goal it parks, the tracer's park reports."""
         while True:
             b = meter[0] - 1
             k = meter[1]
             meter[0] = b
             meter[1] = 0
             p = u.proc
+            #+ before = None if getattr(p, "traced", False) else tracer.begin_task(u)
             r = p(u)
             x = meter[1]
             meter[0] = b - x
             meter[1] = k + 1 + x
             pe.instructions += (1 + x) * (p.cost - cost)
+            #+ tracer.offset -= (1 + x) * (p.cost - cost)  # the clock already has this part
             if r is None:
+                #+ if before is not None:
+                #+     tracer.commit_task(before, r)
+                #+ tracer.finished(u)
                 return
             if type(r) is list:
                 if g is not None:
@@ -217,6 +261,8 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
                 park(u, r)
                 stats.reductions -= 1
                 return
+            #+ if before is not None:
+            #+     tracer.commit_task(before, r)
             u = r
             if meter[0] <= 0:
                 if g is not None:
@@ -227,7 +273,7 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
                 return
 
     if tracer is not None:
-        run_here = traced_run_here(pe, counting)
+        run_here = traced_twin(run_here, tracer=tracer)
     guards = Guards(pe, lambda key: procs.get(key) or prims["procs"][key], rc.consts)
     prims["procs"]["call/3"] = Subcomputations(pe, prims["procs"]["call/1"], guards).call3
     prims["procs"]["$guard"] = guards.step  # a guard run that travels is named by it
@@ -281,49 +327,6 @@ def trace_calls(tracer) -> dict:
             tracer.continues(t, *goal_text(proc, args))
 
     return {"TR": begin, "TB": tracer.bound, "TE": tracer.end, "TK": tracer.continues, "TL": round_again}
-
-
-def traced_run_here(pe, counting: bool):
-    """RUN (`load`'s run_here) in a traced run, the same but for the tracer: a step it runs
-    that does not report its own rewrites (a primitive) is reported as one; a goal it parks,
-    the tracer's park reports."""
-    tracer = pe.tracer
-    meter, stats, ready = pe.meter, pe.stats, pe.ready
-
-    def run(u, g, cost):
-        while True:
-            b = meter[0] - 1
-            k = meter[1]
-            meter[0] = b
-            meter[1] = 0
-            p = u.proc
-            before = None if getattr(p, "traced", False) else tracer.begin_task(u)
-            r = p(u)
-            x = meter[1]
-            meter[0] = b - x
-            meter[1] = k + 1 + x
-            pe.instructions += (1 + x) * (p.cost - cost)
-            tracer.offset -= (1 + x) * (p.cost - cost)  # the clock already has this part
-            if type(r) is list:
-                if g is not None:
-                    g.count += 1
-                pe.park(u, r)
-                stats.reductions -= 1
-                return
-            if before is not None:
-                tracer.commit_task(before, r)
-            if r is None:
-                tracer.finished(u)
-                return
-            u = r
-            if meter[0] <= 0:
-                if g is not None:
-                    g.count += 1
-                if counting:
-                    stats.counters["enqueues"] += 1
-                ready.append(u)
-                return
-    return run
 
 
 class ParlogRuntime:
