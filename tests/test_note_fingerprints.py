@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass, replace
 
 import pytest
-
 from conftest import ROOT, compile_source, hpgrem
+
 from hpgrem import passes
 from hpgrem.ir import ml
 from hpgrem.serialize import dumps, loads
@@ -164,18 +164,18 @@ def test_a_pass_that_changes_a_rule_drops_its_other_owners_notes_only(test_passe
 
 
 def test_preserves_keeps_another_pass_notes_of_a_changed_rule(test_passes):
-    module, f, g = _tiny()
+    module, f, _ = _tiny()
     after = passes.run_passes(module, ["noter", "renames-preserving"], analyses=False)
     assert after.annotation(f, "noter.fact") == "f" and after.annotation(f, "renames-preserving.mark") == 1
     assert after.annotation(f, passes.STAMP) == passes.fingerprint(after.rules[f])
 
 
 def test_a_rule_rebuilt_as_it_was_keeps_its_notes(test_passes):
-    module, f, g = _tiny()
+    module, f, _ = _tiny()
     noted = passes.run_passes(module, ["noter"], analyses=False)
     after = passes.run_passes(module, ["noter", "rebuilds"], analyses=False)
     assert after.rules[f] is not noted.rules[f]
-    mine = lambda m: {k: {n: v for n, v in notes.items() if not n.startswith("ml-kinds.")}  # noqa: E731
+    mine = lambda m: {k: {n: v for n, v in notes.items() if not n.startswith("ml-kinds.")}
                       for k, notes in m.annotations.items() if k in m.rules}
     assert mine(after) == mine(noted)  # ml-kinds' notes go (an analysis's: any change of a rule)
 

@@ -10,7 +10,7 @@ import time
 
 from hpgrem import ir
 from pam.errors import LimitExceeded
-from pam.profile import register_code
+from pam.generated import GeneratedCode
 from pam.ml import codegen
 from pam.ml.codecs import codecs
 from pam.ml.codegen import FUNCTION_REGIONS, Region
@@ -43,12 +43,11 @@ class MLRuntime:
 
     def build(self, poll: bool = True, counts: bool = True) -> tuple:
         """(source, analysis, constants, code) of the module's code, with or without limit
-        checks, counting reductions or not (codegen.generate)."""
+        checks, counting reductions or not (codegen.generate); `code` is a GeneratedCode."""
         key = poll, counts
         if key not in self.built:
             source, analysis, constants = codegen.generate(self.module, poll=poll, trace=self.tracing, counts=counts)
-            self.built[key] = source, analysis, constants, compile(source, "<hpgrem ml>", "exec")
-            register_code("<hpgrem ml>", code_names, analysis)  # names for --profile (pam/profile.py)
+            self.built[key] = source, analysis, constants, GeneratedCode(source, "<hpgrem ml>", code_names, analysis)
         return self.built[key]
 
     @property
@@ -93,7 +92,7 @@ class MLRuntime:
                 ns[name] = _primitive(basis, key[1])
             elif key[0] == "closure0":
                 deferred.append((key, name))
-        exec(code, ns)
+        code.run(ns)
         for name, region in constants.get(FUNCTION_REGIONS, {}).items():
             regions[id(ns[name].__code__)] = region
         for (_, fkey), name in deferred:  # closures with no environment exist once

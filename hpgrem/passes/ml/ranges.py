@@ -32,8 +32,9 @@ The notes come from the fixpoint's last walk of each function; should a walk's p
 callees' results not be the fixpoint's, or what it passes or returns lie outside it (a bug),
 every note is made from each body alone (parameters and results FULL) instead.
 
-The notes rest on the calls the module makes: a later pass may rewrite a body (its fingerprint
-then no longer matches), but must not call a function with values the program never passed it.
+The notes rest on the calls the module makes: a later pass may rewrite a body (the pass
+manager then drops these notes: each rule's notes carry its fingerprint, hpgrem/passes), but
+must not call a function with values the program never passed it.
 
 Annotation, per function with int arithmetic: `ml-ranges.overflow` = (fingerprint of the body, one entry
 per `int.+ int.- int.* int.~ int.abs` in walk order: "" no check, "lo" below INT_MIN only, "hi"
