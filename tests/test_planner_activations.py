@@ -4,7 +4,7 @@ Transformer Models" (arXiv:2205.05198; MLSys 2023), Table 2, Eqs. 5-6, §4.2.3, 
 
 import pytest
 
-from backend.planner import Layout, activation_bytes_per_layer, find_model, hardware_flops, model_flops
+from backend.planner import planned_layout, activation_bytes_per_layer, find_model, hardware_flops, model_flops
 from backend.planner import stage_activations
 
 GPT3 = find_model("gpt3-175b")
@@ -84,7 +84,7 @@ def test_first_stage_equation_5_and_6(name, pp):
     unit = sbh(m)
     stage = "only" if pp == 1 else "first"
     for recompute, per_layer in (("none", unit / t * (34 + 5 * a * s / h)), ("selective", 34 * unit / t)):
-        layout = Layout(tp=t, pp=pp, dp=1, global_batch=4 * pp, sequence_parallel=True,
+        layout = planned_layout(tp=t, pp=pp, dp=1, global_batch=4 * pp, sequence_parallel=True,
                         recompute=recompute)
         acts = stage_activations(m, layout, stage)
         assert acts.layers == pytest.approx(per_layer * L)
@@ -96,7 +96,7 @@ def test_interleaved_schedule_factor():
     # §4.2.3: the interleaved schedule multiplies the first stage's activations by
     # 1 + (p - 1)/(p·m) for m interleaving stages (our virtual stages v).
     p, v = 8, 2
-    layout = Layout(tp=8, pp=p, dp=1, virtual_stages=v, global_batch=64, sequence_parallel=True,
+    layout = planned_layout(tp=8, pp=p, dp=1, virtual_stages=v, global_batch=64, sequence_parallel=True,
                     recompute="selective")
     acts = stage_activations(GPT3, layout, "first")
     per_layer = 34 * sbh(GPT3) / 8
@@ -109,18 +109,18 @@ def test_gpipe_holds_every_microbatch_and_1f1b_at_most_p():
     per_layer = activation_bytes_per_layer(GPT3, 1, 8, True, "selective")
     layers_per_stage = GPT3.layers / p
     for schedule, in_flight in (("gpipe", m), ("1f1b", p)):
-        layout = Layout(tp=8, pp=p, dp=1, global_batch=m, sequence_parallel=True,
+        layout = planned_layout(tp=8, pp=p, dp=1, global_batch=m, sequence_parallel=True,
                         recompute="selective", schedule=schedule)
         assert stage_activations(GPT3, layout, "first").layers == pytest.approx(
             per_layer * layers_per_stage * in_flight)
-    few = Layout(tp=8, pp=p, dp=1, global_batch=3, sequence_parallel=True, recompute="selective")
+    few = planned_layout(tp=8, pp=p, dp=1, global_batch=3, sequence_parallel=True, recompute="selective")
     assert stage_activations(GPT3, few, "first").layers == pytest.approx(per_layer * layers_per_stage * 3)
 
 
 def test_full_recompute_keeps_layer_inputs_and_one_working_layer():
     # Korthikanti et al.: full recomputation stores 2sbh per layer, 2sbhL in all; at its peak the
     # backward also rebuilds one layer's activations (the planner's working set).
-    layout = Layout(tp=8, pp=1, dp=1, global_batch=1, recompute="full")
+    layout = planned_layout(tp=8, pp=1, dp=1, global_batch=1, recompute="full")
     acts = stage_activations(GPT3, layout, "only")
     assert acts.layers == 2 * sbh(GPT3) * GPT3.layers
     assert acts.working_set == activation_bytes_per_layer(GPT3, 1, 8) - 2 * sbh(GPT3)

@@ -8,7 +8,6 @@ import pytest
 
 from backend.planner import (
     MODELS,
-    Layout,
     bubble_fraction,
     find_gpu,
     find_model,
@@ -17,6 +16,7 @@ from backend.planner import (
     model_flops,
     narayanan_params,
     narayanan_training_time_s,
+    planned_layout,
     utilization,
 )
 
@@ -50,7 +50,7 @@ def test_table_1_parameter_counts(billions, heads, hidden, layers, tp, pp, gpus,
                   if (m.layers, m.hidden, m.heads) == (layers, hidden, heads) and m.seq == 2048)
     assert preset.params == pytest.approx(p + 2 * hidden, abs=1)
     dp = gpus // (tp * pp)
-    layout = Layout(tp=tp, pp=pp, dp=dp, global_batch=batch, recompute="full")
+    layout = planned_layout(tp=tp, pp=pp, dp=dp, global_batch=batch, recompute="full")
     make_plan(preset, find_gpu("a100-80gb"), layout)
 
 
@@ -83,7 +83,7 @@ def test_training_time_gpt3_34_days():
     # The planner with the same X: Eq. 4 at the preset's 174.6B parameters is 33.8 days; counting
     # steps of Eq. 3's FLOPs (batch 1536) keeps the s/(6h) and V/(16lh) terms Eq. 4 drops, 34.7.
     plan = make_plan(find_model("gpt3-175b"), find_gpu("a100-80gb"),
-                     Layout(tp=8, pp=16, dp=8, global_batch=1536, zero=1, recompute="full"),
+                     planned_layout(tp=8, pp=16, dp=8, global_batch=1536, zero=1, recompute="full"),
                      tokens=300e9, achieved_flops=140e12)
     assert round(plan.training_time_eq4_s / DAY) == 34
     assert plan.training_time_s / DAY == pytest.approx(34.73, abs=0.01)
@@ -128,7 +128,7 @@ def test_pipeline_bubble():
     assert bubble_fraction(8, 64, 2) == 7 / 128
     assert bubble_fraction(1, 16) == 0
     plan = make_plan(find_model("gpt3-175b"), find_gpu("a100-80gb"),
-                     Layout(tp=8, pp=8, dp=1, virtual_stages=4, global_batch=64))
+                     planned_layout(tp=8, pp=8, dp=1, virtual_stages=4, global_batch=64))
     assert plan.bubble_fraction == 7 / 256
     # In time: (p - 1)/v micro-batch times (Narayanan et al. 2021, §2.2.2).
     step = plan.step

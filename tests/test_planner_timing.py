@@ -3,7 +3,7 @@ iteration times Korthikanti et al. 2022 measured (Table 5)."""
 
 import pytest
 
-from backend.planner import Layout, find_gpu, find_model, make_plan, ring_all_reduce_s
+from backend.planner import planned_layout, find_gpu, find_model, make_plan, ring_all_reduce_s
 from backend.planner.timing import point_to_point_s, ring_reduce_scatter_s
 
 A100 = find_gpu("a100-80gb")
@@ -21,7 +21,7 @@ def test_ring_collectives():
 
 def test_achieved_flops_replace_the_hardware_model():
     m = find_model("gpt3-175b")
-    layout = Layout(tp=8, pp=16, dp=8, global_batch=1536, zero=1, recompute="full")
+    layout = planned_layout(tp=8, pp=16, dp=8, global_batch=1536, zero=1, recompute="full")
     plan = make_plan(m, A100, layout, achieved_flops=140e12)
     assert plan.time_model == "achieved"
     assert plan.step_time_s == pytest.approx(plan.flops_per_iteration / (1024 * 140e12))
@@ -32,7 +32,7 @@ def test_achieved_flops_replace_the_hardware_model():
 
 def test_step_time_parts():
     m = find_model("gpt3-175b")
-    plan = make_plan(m, A100, Layout(tp=8, pp=16, dp=8, global_batch=1536, zero=1))
+    plan = make_plan(m, A100, planned_layout(tp=8, pp=16, dp=8, global_batch=1536, zero=1))
     step = plan.step
     assert step.total == pytest.approx(step.compute + step.tensor_parallel + step.pipeline_p2p
                                        + step.bubble + step.data_parallel + step.optimizer)
@@ -58,7 +58,7 @@ def test_hardware_model_near_measured_iteration_times(name, pp, gpus, batch, ful
     m = find_model(name)
     tolerance = 0.2 if name == "korthikanti-22b" else 0.07
     for recompute, sp, measured in (("full", False, full_s), ("selective", True, present_s)):
-        layout = Layout(tp=8, pp=pp, dp=gpus // (8 * pp), global_batch=batch,
+        layout = planned_layout(tp=8, pp=pp, dp=gpus // (8 * pp), global_batch=batch,
                         recompute=recompute, sequence_parallel=sp)
         plan = make_plan(m, A100, layout)
         assert plan.step_time_s == pytest.approx(measured, rel=tolerance)

@@ -109,7 +109,7 @@ def test_the_grid_numbers_ranks_tp_fastest_then_dp_then_pp():
 ])
 def test_a_layout_out_of_range_is_refused_in_one_line(options, message):
     with pytest.raises(LayoutError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        Layout(**options)
+        Layout(**options).check()
 
 
 def _collectives_graph(n: int) -> StepGraph:

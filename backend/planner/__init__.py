@@ -11,7 +11,7 @@ from backend.planner.deepspeed import Estimate, zero2_estimate, zero3_estimate
 from backend.planner.errors import PlanError
 from backend.planner.flops import flops_from_params, hardware_flops, model_flops
 from backend.planner.hardware import GPUS, Hardware, find_gpu
-from backend.planner.layout import Layout, check_layout
+from backend.planner.layout import Layout, check_layout, planned_layout
 from backend.planner.memory import (
     MemoryBreakdown,
     activation_bytes_per_layer,
@@ -36,7 +36,7 @@ from backend.planner.timing import (
 __all__ = [
     "Choices", "Estimate", "GPUS", "Hardware", "Layout", "MODELS", "MemoryBreakdown", "ModelConfig",
     "Plan", "PlanError", "SearchResult", "StepTime", "activation_bytes_per_layer", "bubble_fraction",
-    "check_layout", "find_gpu", "find_model", "flops_from_params", "hardware_flops", "make_plan",
+    "check_layout", "find_gpu", "planned_layout", "find_model", "flops_from_params", "hardware_flops", "make_plan",
     "max_params", "memory_per_gpu", "model_flops", "model_states", "narayanan_params",
     "narayanan_training_time_s", "ring_all_reduce_s", "search", "stage_activations", "step_time",
     "utilization", "zero2_estimate", "zero3_estimate", "zero_model_state_bytes",

@@ -13,7 +13,7 @@ from typing import Any
 from backend.planner.deepspeed import estimate
 from backend.planner.errors import PlanError
 from backend.planner.hardware import GPUS, Hardware, find_gpu
-from backend.planner.layout import OFFLOAD, RECOMPUTE, SCHEDULES, Layout, check_layout
+from backend.planner.layout import OFFLOAD, RECOMPUTE, SCHEDULES, Layout, check_layout, planned_layout
 from backend.planner.memory import max_params
 from backend.planner.models import MODELS, ModelConfig, custom_model, find_model
 from backend.planner.plan import make_plan
@@ -150,9 +150,9 @@ def resolve_layout(args: argparse.Namespace, gpus: int) -> Layout:
     if batch is None:
         step = max(dp * micro, 1)
         batch = math.ceil(DEFAULT_GLOBAL_BATCH / step) * step
-    return Layout(tp=tp, pp=pp, dp=dp, virtual_stages=args.virtual_stages or 1, micro_batch=micro,
-                  global_batch=batch, zero=args.zero or 0, sequence_parallel=bool(args.seq_parallel),
-                  recompute=args.recompute or "none", offload=args.offload, schedule=args.schedule)
+    return planned_layout(batch, tp=tp, pp=pp, dp=dp, virtual_stages=args.virtual_stages or 1, micro_batch=micro,
+                          zero=args.zero or 0, sequence_parallel=bool(args.seq_parallel),
+                          recompute=args.recompute or "none", offload=args.offload, schedule=args.schedule)
 
 
 def run_search(args: argparse.Namespace, model: ModelConfig, gpus: int, hw: Hardware) -> str:

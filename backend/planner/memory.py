@@ -186,7 +186,7 @@ def chunks_in_flight(layout: Layout, rank: int) -> int:
     2(p - rank - 1) + (v - 1)p chunks and then holds one more, so rank 0 holds the activations of
     l·(1 + (p - 1)/(p·v)) layers (Korthikanti et al. 2022, §4.2.3).
     """
-    p, v, m = layout.pp, layout.virtual_stages, layout.microbatches
+    p, v, m = layout.pp, layout.virtual_stages, layout.micro_batches
     if layout.schedule == "gpipe":
         return m * v
     if v == 1:
@@ -197,8 +197,8 @@ def chunks_in_flight(layout: Layout, rank: int) -> int:
 def microbatches_in_flight(layout: Layout, rank: int) -> int:
     """Micro-batches whose embedding or output-layer activations rank ``rank`` holds at peak."""
     if layout.schedule == "gpipe":
-        return layout.microbatches
-    return min(layout.pp - rank, layout.microbatches)
+        return layout.micro_batches
+    return min(layout.pp - rank, layout.micro_batches)
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,7 +79,7 @@ class Plan:
 
     @property
     def bubble_fraction(self) -> float:
-        return bubble_fraction(self.layout.pp, self.layout.microbatches, self.layout.virtual_stages)
+        return bubble_fraction(self.layout.pp, self.layout.micro_batches, self.layout.virtual_stages)
 
     @property
     def tokens_per_iteration(self) -> int:

@@ -58,7 +58,7 @@ def layout_json(layout: Layout) -> dict[str, Any]:
     return {
         "tp": layout.tp, "pp": layout.pp, "dp": layout.dp,
         "virtual_stages": layout.virtual_stages, "micro_batch": layout.micro_batch,
-        "global_batch": layout.global_batch, "microbatches": layout.microbatches,
+        "global_batch": layout.global_batch, "microbatches": layout.micro_batches,
         "zero": layout.zero, "sequence_parallel": layout.sequence_parallel,
         "recompute": layout.recompute, "offload": layout.offload, "schedule": layout.schedule,
     }
@@ -145,7 +145,7 @@ def _layout_text(layout: Layout) -> str:
     sp = "on" if layout.sequence_parallel else "off"
     return (f"tp={layout.tp} pp={layout.pp} dp={layout.dp} v={layout.virtual_stages}, "
             f"micro-batch {layout.micro_batch}, global batch {layout.global_batch} "
-            f"({layout.microbatches} micro-batches), ZeRO-{layout.zero}, sequence parallel {sp}, "
+            f"({layout.micro_batches} micro-batches), ZeRO-{layout.zero}, sequence parallel {sp}, "
             f"recompute {layout.recompute}, offload {layout.offload}, {layout.schedule}")
 
 

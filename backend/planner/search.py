@@ -7,7 +7,7 @@ from typing import Iterator
 
 from backend.planner.errors import PlanError
 from backend.planner.hardware import Hardware
-from backend.planner.layout import RECOMPUTE, Layout, check_layout
+from backend.planner.layout import RECOMPUTE, Layout, check_layout, planned_layout
 from backend.planner.models import ModelConfig
 from backend.planner.plan import Plan, make_plan
 
@@ -74,8 +74,8 @@ def candidate_layouts(model: ModelConfig, gpus: int, hardware: Hardware, global_
                             continue  # ZeRO over one rank changes nothing
                         for sp in sps:
                             for rec in recs:
-                                layout = Layout(tp=t, pp=p, dp=d, virtual_stages=v, micro_batch=b,
-                                                global_batch=global_batch, zero=z,
+                                layout = planned_layout(global_batch, tp=t, pp=p, dp=d, virtual_stages=v,
+                                                        micro_batch=b, zero=z,
                                                 sequence_parallel=sp, recompute=rec,
                                                 offload=choices.offload, schedule=choices.schedule)
                                 try:

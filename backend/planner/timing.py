@@ -113,7 +113,7 @@ def step_time(model: ModelConfig | None, params_gpu: float, layout: Layout, hard
     al. 2020, §7: 2Ψ per step for stages 1-2, 3Ψ per micro-batch for stage 3).
     """
     t, p, d, v = layout.tp, layout.pp, layout.dp, layout.virtual_stages
-    m, b = layout.microbatches, layout.micro_batch
+    m, b = layout.micro_batches, layout.micro_batch
     gpus = layout.gpus
     compute_mb = flops_per_iteration / (gpus * m) / hardware.achievable_flops
     backward_share = 3 / 4 if layout.recompute == "full" else 2 / 3

@@ -19,16 +19,14 @@ import difflib
 import math
 import re
 import tomllib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, make_dataclass, replace
 from typing import Any
 
+from backend.layout import OFFLOAD, PARALLEL_KEYS, RECOMPUTE, SCHEDULES, Layout
 from hpgrem.errors import UsageError
 from hpgrem.files import read_text
 
 DTYPES = ("float32", "float64")
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
-RECOMPUTE = ("none", "selective", "full")
-OFFLOAD = ("none", "optimizer", "params")
 CHECKPOINT_WRITES = ("sync", "async")
 PEER_COPIES = ("none", "checkpoint", "step")
 
@@ -63,18 +61,10 @@ class TrainSection:
     dtype: str = "float32"
 
 
-@dataclass(frozen=True, slots=True)
-class ParallelSection:
-    """[parallel]: the layout; ranks = dp * tp * pp."""
-
-    dp: int = 1
-    tp: int = 1
-    pp: int = 1
-    zero: int = 0
-    recompute: str = "none"
-    offload: str = "none"
-    schedule: str = "1f1b"
-    virtual_stages: int = 1
+ParallelSection = make_dataclass(
+    "ParallelSection", [(key, Layout.__dataclass_fields__[key].type, field(default=getattr(Layout(), key)))
+                        for key in PARALLEL_KEYS], frozen=True, slots=True)
+ParallelSection.__doc__ = """[parallel]: the layout (backend/layout.py: its fields); ranks = dp * tp * pp."""
 
 
 @dataclass(frozen=True, slots=True)

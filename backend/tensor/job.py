@@ -65,7 +65,8 @@ class TensorJob:
                  release: bool = True, device_budget: int | None = None, trace=None):
         if layout is None:
             layout = Layout(dp=dp)
-        elif dp != 1 and dp != layout.dp:
+        layout.check()
+        if dp != 1 and dp != layout.dp:
             raise LayoutError(f"dp = {dp} disagrees with the layout's dp = {layout.dp}")
         self.layout = layout
         ranks = layout.ranks

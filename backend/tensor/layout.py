@@ -1,13 +1,5 @@
-"""A parallel layout of a training step: its options, the grid of ranks, and the lowering that
-turns the training step of the *global* batch into what each rank runs.
-
-`Layout(dp, tp, pp, zero, recompute, offload, schedule, virtual_stages, micro_batches)` is a
-value, checked by `check()` (LayoutError, one line). Its ranks are dp * tp * pp, numbered as
-Megatron does, tensor parallelism fastest: rank r has the coordinates tp = r % tp,
-dp = (r // tp) % dp, pp = r // (tp * dp). A *group* is the ranks that differ in one coordinate
-only: `groups()` gives, for each name ("tp", "dp", "pp", and "mp" = tp * pp), the partition of
-all ranks into groups of that name; a collective op of the graph names its group by its
-attribute `group` and the runtime resolves it per rank.
+"""The lowering that turns the training step of the *global* batch into what each rank of a
+parallel layout runs (the layout itself, its grid of ranks and groups: backend/layout.py).
 
 `lower(module, layout)` composes the lowerings: tensor-parallel (tp > 1), data-parallel with
 ZeRO (dp > 1), pipeline (pp > 1 or micro_batches > 1: it moves data parallelism's all-reduces
@@ -21,105 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from backend.tensor.config import OFFLOAD, RECOMPUTE, SCHEDULES
+from backend.layout import GROUPS, Coordinates, Layout, LayoutError
 
-GROUPS = ("tp", "dp", "pp", "mp")
 TENSOR_PARALLEL = "tensor-parallel"
 DATA_PARALLEL = "tensor-data-parallel"
 PIPELINE = "tensor-pipeline"
 RECOMPUTE_PASS = "tensor-recompute"
 OFFLOAD_PASS = "tensor-offload"
-
-
-class LayoutError(ValueError):
-    """A parallel layout that does not fit: its options, the PEs or MPI ranks, the batch or the
-    model, or a topology that does not fit the PEs. The message is one line for the user (the
-    command exits 2)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Coordinates:
-    """A rank's place in the grid."""
-
-    dp: int
-    tp: int
-    pp: int
-
-
-@dataclass(frozen=True, slots=True)
-class Layout:
-    """How a training step is spread over dp * tp * pp ranks (see the module's docstring)."""
-
-    dp: int = 1
-    tp: int = 1
-    pp: int = 1
-    zero: int = 0
-    recompute: str = "none"
-    offload: str = "none"
-    schedule: str = "1f1b"
-    virtual_stages: int = 1
-    micro_batches: int = 1
-
-    def __post_init__(self) -> None:
-        self.check()
-
-    def check(self) -> None:
-        """LayoutError naming the first option out of range."""
-        for key in ("dp", "tp", "pp", "virtual_stages", "micro_batches"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise LayoutError(f"{key} must be a positive integer, got {value!r}")
-        if isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3):
-            raise LayoutError(f"zero must be 0, 1, 2 or 3, got {self.zero!r}")
-        for key, allowed in (("recompute", RECOMPUTE), ("offload", OFFLOAD), ("schedule", SCHEDULES)):
-            if getattr(self, key) not in allowed:
-                raise LayoutError(f"{key} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}")
-        if self.zero and self.dp == 1:
-            raise LayoutError(f"zero = {self.zero} shards over the data-parallel ranks: it needs dp > 1")
-
-    @classmethod
-    def of_config(cls, config) -> Layout:
-        """The layout of a TrainConfig ([parallel] and [train] micro_batches)."""
-        p = config.parallel
-        return cls(p.dp, p.tp, p.pp, p.zero, p.recompute, p.offload, p.schedule, p.virtual_stages,
-                   config.train.micro_batches)
-
-    @property
-    def ranks(self) -> int:
-        return self.dp * self.tp * self.pp
-
-    def coordinates(self, rank: int) -> Coordinates:
-        """Rank `rank`'s coordinates (tp fastest, then dp, then pp)."""
-        if not 0 <= rank < self.ranks:
-            raise LayoutError(f"rank {rank} is outside the layout's {self.ranks} ranks")
-        return Coordinates(dp=(rank // self.tp) % self.dp, tp=rank % self.tp, pp=rank // (self.tp * self.dp))
-
-    def rank(self, dp: int = 0, tp: int = 0, pp: int = 0) -> int:
-        """The rank at these coordinates."""
-        return tp + self.tp * (dp + self.dp * pp)
-
-    def group(self, name: str, rank: int) -> tuple[int, ...]:
-        """The ranks of `rank`'s group `name`, in the order of their coordinate."""
-        c = self.coordinates(rank)
-        if name == "tp":
-            return tuple(self.rank(c.dp, k, c.pp) for k in range(self.tp))
-        if name == "dp":
-            return tuple(self.rank(j, c.tp, c.pp) for j in range(self.dp))
-        if name == "pp":
-            return tuple(self.rank(c.dp, c.tp, i) for i in range(self.pp))
-        if name == "mp":
-            return tuple(self.rank(c.dp, k, i) for i in range(self.pp) for k in range(self.tp))
-        raise LayoutError(f"no group {name!r}: the groups are {', '.join(GROUPS)}")
-
-    def groups(self) -> dict[str, tuple[tuple[int, ...], ...]]:
-        """For each group name, every group of that name (a partition of the ranks)."""
-        out: dict[str, tuple[tuple[int, ...], ...]] = {}
-        for name in GROUPS:
-            seen: dict[tuple[int, ...], None] = {}
-            for r in range(self.ranks):
-                seen.setdefault(self.group(name, r), None)
-            out[name] = tuple(seen)
-        return out
 
 
 @dataclass(slots=True)

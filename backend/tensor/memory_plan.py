@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from backend.planner.layout import Layout as PlanLayout
+from backend.layout import Layout
 from backend.planner.memory import (
     Precision,
     buffer_bytes,
@@ -33,12 +33,10 @@ TOLERANCE = 0.10
 """How far a measured peak may be from the prediction and still be called a match."""
 
 
-def plan_layout(config: TrainConfig) -> PlanLayout:
+def plan_layout(config: TrainConfig) -> Layout:
     """The planner's layout of a run: its micro-batch is one rank's share of the batch."""
     p, t = config.parallel, config.train
-    return PlanLayout(tp=p.tp, pp=p.pp, dp=p.dp, virtual_stages=p.virtual_stages,
-                      micro_batch=t.batch // (p.dp * t.micro_batches), global_batch=t.batch, zero=p.zero,
-                      recompute=p.recompute, offload=p.offload, schedule=p.schedule)
+    return replace(Layout.of_config(config), micro_batch=t.batch // (p.dp * t.micro_batches))
 
 
 def plan_model(config: TrainConfig) -> ModelConfig:
@@ -65,7 +63,7 @@ def largest_parameter(model: ModelConfig, tp: int, stage: str) -> float:
     return max(4 * h * h / tp, model.vocab * h if stage in ("first", "only", "last") else 0)
 
 
-def runtime_buffers(config: TrainConfig, layout: PlanLayout, model: ModelConfig, psi: float, stage: str,
+def runtime_buffers(config: TrainConfig, layout: Layout, model: ModelConfig, psi: float, stage: str,
                     precision: Precision) -> float:
     """The communication buffers of hpgrem's tensor runtime, where they differ from the
     planner's Megatron and DeepSpeed (docs/tensor.md, "Memory, recomputation and offload"): a
@@ -121,7 +119,7 @@ def pipeline_zero_buffers(model: ModelConfig, tp: int, zero: int, stage: str, pr
     return max(reduce, e * gathered.get(stage, layer))
 
 
-def backward_working_set(model: ModelConfig, layout: PlanLayout, stage: str, precision: Precision) -> float:
+def backward_working_set(model: ModelConfig, layout: Layout, stage: str, precision: Precision) -> float:
     """The activations' gradients live at a stage's peak beside what the planner counts as
     stored (Korthikanti's tensors; the planner's working set of recomputation apart): during a
     layer's backward, the residual stream's gradient (sbh) and the MLP's hidden layer's

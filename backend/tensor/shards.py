@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from backend.tensor.layout import Layout
+from backend.layout import Layout
 
 COLUMN = {"attn.c_attn.weight": 3, "attn.c_attn.bias": 3, "mlp.c_fc.weight": 1, "mlp.c_fc.bias": 1}
 """Column-parallel tensors: how many blocks (q|k|v) their last dimension holds, each split."""
