@@ -133,7 +133,55 @@ def test_the_command_refuses_a_bad_graph_with_exit_2(step, tmp_path):
     r = hpgrem("ir", str(good), "-O0")
     assert r.returncode == 0 and r.stdout == module_text(step)
     r = hpgrem("run", str(good))
-    assert r.returncode == 2 and "a tensor graph is a training step, run by `hpgrem train CONFIG.toml`" in r.stderr
+    assert r.returncode == 2 and "a tensor graph is a training step: run one with --feeds FEEDS.npz" in r.stderr
+
+
+def _feeds(step, params: dict, tokens, targets) -> dict:
+    """Every value one step of `step` takes: the parameters, zero optimizer states, the batch."""
+    import numpy as np
+
+    from pam.tensor.graph import step_graph
+
+    graph = step_graph(step)
+    feeds = {v.name: np.zeros(v.shape, v.dtype) for v in graph.states}
+    feeds.update(params, tokens=tokens, targets=targets, lr=np.array(3e-3), step=np.array(1))
+    return feeds
+
+
+def test_hpgrem_run_runs_one_training_step_of_an_hpg_on_the_machine(step, tmp_path):
+    """`hpgrem run STEP.hpg --feeds FEEDS.npz`: the step on one PE, the same loss and gradient
+    norm as the training job's first step; bad feeds are refused in one line."""
+    import numpy as np
+
+    from backend.tensor.job import TensorJob
+
+    params = init_params(SHAPE, 0)
+    rng = np.random.default_rng(1)
+    tokens, targets = (rng.integers(0, SHAPE.vocab, (2, SHAPE.seq_len)) for _ in range(2))
+    path, feeds = tmp_path / "step.hpg", tmp_path / "feeds.npz"
+    path.write_text(dumps(step))
+    np.savez(feeds, **_feeds(step, params, tokens, targets))
+    r = hpgrem("run", str(path), "--feeds", str(feeds))
+    assert r.returncode == 0, r.stderr
+    want = TensorJob(step, params).step({"tokens": tokens, "targets": targets}, 3e-3, 1)
+    got = dict(line.split(" = ") for line in r.stdout.splitlines())
+    assert set(got) == {"loss", "grad_norm"}
+    assert float(got["loss"]) == want.loss and float(got["grad_norm"]) == want.grad_norm
+
+    wrong = _feeds(step, params, tokens, targets)
+    wrong["wte"] = wrong["wte"][:3]
+    np.savez(tmp_path / "wrong.npz", **wrong)
+    missing = _feeds(step, params, tokens, targets)
+    del missing["targets"]
+    np.savez(tmp_path / "missing.npz", **missing)
+    (tmp_path / "junk.npz").write_bytes(b"PK not really")
+    for name, message in (("wrong.npz", "'wte' is float32[3, 8]; the step takes float32[16, 8]"),
+                          ("missing.npz", "no value for 'targets'"), ("junk.npz", "not a numpy .npz"),
+                          ("none.npz", "no such feeds file")):
+        r = hpgrem("run", str(path), "--feeds", str(tmp_path / name))
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (name, r.stderr)
+    r = hpgrem("run", str(path), "--feeds", str(feeds), "--pes", "4")
+    assert r.returncode == 2 and "runs on one PE under `hpgrem run`" in r.stderr
 
 
 def test_the_builder_names_the_key_of_a_shape_it_cannot_build():

@@ -94,6 +94,8 @@ def _parser() -> argparse.ArgumentParser:
                    "machine's parts (docs/profile.md)")
     r.add_argument("--profile-json", metavar="OUT.json", help="write every row of the profile as JSON "
                    "(profiles the run, with or without --profile)")
+    r.add_argument("--feeds", metavar="FEEDS.npz", help="a tensor step (.hpg): run one training step "
+                   "on one PE with the parameters, optimizer states and inputs in FEEDS.npz, by name")
 
     c = sub.add_parser("compile", help="compile to an HPGREM graph (.hpg)")
     c.add_argument("file")
@@ -271,8 +273,15 @@ def _run(args) -> int:
     pending: list = []
     with _loading_limits(args):
         module = load_module(args, pending)
-    if module.entry is None and module.dialect == "tensor":
-        raise UsageError(f"{args.file}: a tensor graph is a training step, run by `hpgrem train CONFIG.toml`")
+    feeds = getattr(args, "feeds", None)
+    if module.dialect == "tensor":
+        if feeds is None:
+            raise UsageError(f"{args.file}: a tensor graph is a training step: run one with --feeds FEEDS.npz, "
+                             "or train with `hpgrem train CONFIG.toml`")
+        from hpgrem.driver.train_cmd import run_step
+        return run_step(args.file, module, feeds, pes, comm)
+    if feeds is not None:
+        raise UsageError(f"--feeds gives a tensor step its values; {args.file} is not a tensor step")
     if module.entry is None:
         raise UsageError(f"{args.file}: nothing to run: define main (a relation of arity 0) or pass --goal")
     status = _run_machine(args, module, pes, comm)

@@ -271,3 +271,55 @@ def read_metrics(path: str) -> list[dict]:
     if not rows:
         raise UsageError(f"{path}: no metrics lines")
     return rows
+
+
+def run_step(path: str, module, feeds_path: str, pes: int, comm) -> int:
+    """`hpgrem run STEP.hpg --feeds FEEDS.npz`: one training step of a tensor module on one PE
+    of the machine, its parameters, optimizer states and inputs by name from the .npz; prints
+    each of the graph's outputs (`loss = ...`, `grad_norm = ...`)."""
+    import numpy as np
+
+    from pam.machine import Machine
+    from pam.tensor.runtime import TensorRuntime
+    from pam.tensor.graph import step_graph
+
+    if comm is not None or pes != 1:
+        raise UsageError(f"{path}: a tensor step runs on one PE under `hpgrem run`; its parallel "
+                         "layouts run with `hpgrem train CONFIG.toml`")
+    graph = step_graph(module)
+    feeds = _step_feeds(feeds_path, graph, np)
+    runtime = TensorRuntime(module)
+    machine = Machine(module, runtime=runtime)
+    for pe in machine.pes:
+        runtime.replicas[pe.number].start(feeds)
+    machine.run_loaded()
+    replica = runtime.replicas[0]
+    for name in graph.outputs:
+        value = np.asarray(replica.value(name))
+        print(f"{name} = {value.item() if value.shape == () else value.tolist()!r}")
+    return 0
+
+
+def _step_feeds(path: str, graph, np) -> dict:
+    """The .npz's arrays, checked against what the step takes: every parameter, state and input
+    by name, of its shape and dtype, and nothing else."""
+    from hpgrem.files import read_bytes
+
+    try:
+        with np.load(io.BytesIO(read_bytes(path, kind="feeds file")), allow_pickle=False) as data:
+            given = {name: data[name] for name in data.files}
+    except (ValueError, OSError, EOFError) as e:  # not an .npz, truncated, or an object array
+        raise UsageError(f"{path}: not a numpy .npz of arrays ({e})") from None
+    wanted = {v.name: v for v in (*graph.persistent, *graph.inputs)}
+    for name in sorted(given.keys() - wanted.keys()):
+        raise UsageError(f"{path}: {name!r} is not a parameter, state or input of the step")
+    feeds = {}
+    for name, v in wanted.items():
+        if name not in given:
+            raise UsageError(f"{path}: no value for {name!r} (the step takes {v.dtype}{list(v.shape)})")
+        value = given[name]
+        if tuple(value.shape) != tuple(v.shape) or not np.can_cast(value.dtype, v.dtype, "same_kind"):
+            raise UsageError(f"{path}: {name!r} is {value.dtype}{list(value.shape)}; the step takes "
+                             f"{v.dtype}{list(v.shape)}")
+        feeds[name] = np.array(value, dtype=v.dtype)
+    return feeds
