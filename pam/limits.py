@@ -70,9 +70,6 @@ class Deadline:
         self.seconds = seconds
         self.at = (time.monotonic() if start is None else start) + seconds
 
-    def expired(self) -> bool:
-        return time.monotonic() > self.at
-
     def remaining(self) -> float:
         return self.at - time.monotonic()
 

@@ -175,11 +175,6 @@ class Row:
                 "self_s": round(self.self_s, 6), "total_s": None if self.total_s is None else round(self.total_s, 6),
                 "calls": self.calls, "share": round(self.self_s / profiled, 6) if profiled > 0 else 0.0}
 
-    @staticmethod
-    def from_json(d: dict) -> Row:
-        where = Where(d["name"], d["file"], d["line"] or 0, d["col"] or 0, d["kind"])
-        return Row(where, d["self_s"], d["total_s"], d["calls"])
-
 
 def rows(entries) -> list[Row]:
     """The rows of cProfile's entries (`Profile.getstats()`), by self time, largest first."""

@@ -71,7 +71,6 @@ class TensorJob:
         self.layout = layout
         ranks = layout.ranks
         self.comm = None
-        self.steps_done = 0
         if mpi:
             from pam.transport.mpi import comm_world
             self.comm = comm_world()
@@ -194,7 +193,6 @@ class TensorJob:
                               sum(r.loop_share for r in rows) / len(rows), rows)
         else:
             stats = self._sim_stats(replicas, before, seconds, wall)
-        self.steps_done += 1
         for replica in replicas:
             replica.finish()
         first = replicas[0]

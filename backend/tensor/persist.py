@@ -87,7 +87,6 @@ class RunCheckpoints:
             whole, source, start = found.values, "disk checkpoint", found.manifest.step
             lost += disk_read_s(state_bytes)
         restore(self.job, whole)
-        self.job.steps_done = start
         for k in range(start + 1, step):
             lost += run_step(k).stats.time_s
         disk_step = max((s for s in (self.writer.completed if self.writer else []) if s < step), default=0)
@@ -108,7 +107,6 @@ class RunCheckpoints:
                 print(f"hpgrem: no complete checkpoint in {self.root}: starting at step 1", file=sys.stderr)
             return 0
         restore(self.job, found.values)
-        self.job.steps_done = found.manifest.step
         if rank0:
             print(f"hpgrem: resumed from {found.path} (step {found.manifest.step})", file=sys.stderr)
         return found.manifest.step

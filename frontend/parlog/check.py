@@ -217,9 +217,4 @@ def _as_struct(call: Call) -> Struct:
     return Struct("g", call.args)
 
 
-def _var_name(call: Call, index: int) -> str:
-    for v in term_vars(_as_struct(call)):
-        if isinstance(v, Var) and v.index == index:
-            return v.name
-    return "a variable"
 

@@ -57,11 +57,6 @@ def compile_text(text: str, file: str, options: Options = Options()) -> Compiled
     return _compile(text, file, options)
 
 
-def check_file(path: str) -> Compiled:
-    """The front end alone (`hpgrem check`): the program's diagnostics, no passes."""
-    return check_text(read_program(path), path)
-
-
 def check_text(text: str, file: str) -> Compiled:
     """The front end alone on source text read as `file`."""
     _check_kind(file, Options())

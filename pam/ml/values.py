@@ -103,8 +103,6 @@ def exn_by_uid(name: str, has_arg: bool, uid) -> ExnCon:
     if con is None:
         con = _BY_UID[uid] = ExnCon(name, has_arg, uid)
     return con
-BIND = BASIS_EXCEPTIONS["Bind"]
-MATCH = BASIS_EXCEPTIONS["Match"]
 DIV = BASIS_EXCEPTIONS["Div"]
 OVERFLOW = BASIS_EXCEPTIONS["Overflow"]
 SUBSCRIPT = BASIS_EXCEPTIONS["Subscript"]
@@ -113,10 +111,6 @@ OPTION = BASIS_EXCEPTIONS["Option"]
 CHR = BASIS_EXCEPTIONS["Chr"]
 SIZE = BASIS_EXCEPTIONS["Size"]
 FAIL = BASIS_EXCEPTIONS["Fail"]
-
-
-def raise_ml(con: ExnCon, arg=None):
-    raise Packet(con, arg)
 
 
 class Closure:

@@ -377,7 +377,6 @@ class Clock:
     pipeline_start: float = -1.0  # the PE's clock when its first scheduled task began
     pipeline_end: float = 0.0  # the PE's clock when its last backward had run (the pipeline's flush)
     flushed: bool = False
-    p2p_bytes: int = 0  # bytes a pipeline stage sent to other stages
 
 
 class Replica:
@@ -731,7 +730,7 @@ class TensorRuntime:
             scheduled(task)
             slots = replica.slots
             values = tuple(slots[i].val for i in s.slots)
-            replica.clock.p2p_bytes += p2p.send(stages[s.peer], (replica.round, s.action.values[0]), values)
+            p2p.send(stages[s.peer], (replica.round, s.action.values[0]), values)
             replica.consumed(s.slots)
             turn_done(task)
             return None
