@@ -46,9 +46,10 @@ def traced_twin(function, **extra):
     head = f"def _twin_factory({', '.join(names)}):"
     source = "\n" * (first - 2) + head + "\n" + "\n".join("    " + line for line in traced_source(body)) \
         + f"\n    return {function.__name__}\n"
-    namespace = dict(function.__globals__)
+    # in the template's own module globals, so that the twin sees them as they are when it runs
+    namespace = function.__globals__
     exec(compile(source, function.__code__.co_filename, "exec"), namespace)
-    twin = namespace["_twin_factory"](**cells, **extra)
+    twin = namespace.pop("_twin_factory")(**cells, **extra)
     twin.__qualname__ = function.__qualname__ + " (traced)"
     twin.__doc__ = function.__doc__
     return twin
