@@ -76,20 +76,30 @@ def int_abs(a):
     return a
 
 
-def int_div(p):
-    """`div`: quotient rounded toward negative infinity; Div on zero, Overflow for minInt div ~1."""
-    a, b = p
+def idiv(a: int, b: int) -> int:
+    """`div`: quotient rounded toward negative infinity; Div on zero, Overflow for minInt div ~1
+    (the only quotient outside the range). Generated code calls it with the two operands."""
     if b == 0:
         raise Packet(DIV)
-    return _check(a // b)
+    q = a // b
+    if q > MAX_INT:
+        raise Packet(OVERFLOW)
+    return q
 
 
-def int_mod(p):
+def imod(a: int, b: int) -> int:
     """`mod`: remainder with the sign of the divisor (minInt mod ~1 is 0, as in Poly/ML)."""
-    a, b = p
     if b == 0:
         raise Packet(DIV)
     return a % b
+
+
+def int_div(p):
+    return idiv(*p)
+
+
+def int_mod(p):
+    return imod(*p)
 
 
 def int_quot(p):
@@ -166,14 +176,17 @@ def real_mul(p):
     return p[0] * p[1]
 
 
-def real_div(p):
+def rdiv(a: float, b: float) -> float:
     """IEEE division (Python raises on a zero divisor; ML gives an infinity or a NaN)."""
-    a, b = p
     if b == 0.0:
         if a == 0.0 or math.isnan(a):
             return math.nan
         return math.copysign(math.inf, a) * math.copysign(1.0, b)
     return a / b
+
+
+def real_div(p):
+    return rdiv(*p)
 
 
 def real_neg(a):

@@ -5,7 +5,6 @@ pam/ml/codecs.py."""
 
 from __future__ import annotations
 
-import math
 import time
 
 from hpgrem import ir
@@ -17,7 +16,7 @@ from pam.ml.codegen import FUNCTION_REGIONS, Region
 from pam.ml.profile_names import code_names
 from pam.ml.task import INNER, STARTED, MLTask, MLTaskKind, make_nested, make_step
 from pam.ml.tracing import MLTrace
-from pam.ml.values import BASIS_EXCEPTIONS, DIV, OVERFLOW, Closure, ExnCon, Packet, Raised
+from pam.ml.values import BASIS_EXCEPTIONS, OVERFLOW, Closure, ExnCon, Packet, Raised
 
 
 class MLRuntime:
@@ -77,7 +76,7 @@ class MLRuntime:
             "calls": calls, "nested": make_nested(calls, tick, settle, trace), "tick": tick, "Again": Again,
             "Packet": Packet, "ExnCon": ExnCon, "Closure": Closure, "Raised": Raised,
             "G": [None] * len(analysis.globals),
-            "ovf": _overflow, "idiv": _idiv, "imod": _imod, "rdiv": _rdiv, "assign": _assign,
+            "ovf": _overflow, "idiv": basis.idiv, "imod": basis.imod, "rdiv": basis.rdiv, "assign": _assign,
             "before": _before, "eq": basis.ml_equal, "out": _printer(pe.output),
             "rw": _untraced if trace is None else trace.inline, "settle": settle,
         }
@@ -258,30 +257,6 @@ def _printer(output):
 
 def _overflow():
     raise Packet(OVERFLOW)
-
-
-def _idiv(a: int, b: int) -> int:
-    if b == 0:
-        raise Packet(DIV)
-    q = a // b
-    if q > 4611686018427387903:
-        raise Packet(OVERFLOW)
-    return q
-
-
-def _imod(a: int, b: int) -> int:
-    if b == 0:
-        raise Packet(DIV)
-    return a % b
-
-
-def _rdiv(a: float, b: float) -> float:
-    try:
-        return a / b
-    except ZeroDivisionError:
-        if a == 0 or math.isnan(a):
-            return math.nan
-        return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
 def _assign(r: list, v):
