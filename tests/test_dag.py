@@ -267,7 +267,8 @@ def _shared(module: ir.Module) -> int:
 
 
 @pytest.mark.parametrize("program", ["ml/bst.sml", "ml/eval.sml", "ml/polymorphism.sml", "parlog/accumulate.par",
-                                     "parlog/ackermann.par"])
+                                     "parlog/ackermann.par", "parlog/deep_guards.par", "parlog/deriv.par",
+                                     "parlog/mergesort.par"])
 @pytest.mark.parametrize("opt", [0, 2])
 def test_a_hash_consed_module_means_what_the_tree_did(program, opt):
     """Every equal subexpression made one object: it verifies, passes the type check, writes a
@@ -472,3 +473,221 @@ def test_a_shared_value_is_computed_again_where_what_it_reads_may_differ():
         assert out.getvalue() == "2112141"
     source, _, _ = generate(run_passes(module, ()))
     assert source.count(" := v0 + 1)") == 6  # once per binding of y, not once per path
+
+
+# ---------------------------------------------------------------------------------------------
+# Every PARLOG pass and the PARLOG code generator work on the graph (issue 27)
+
+
+def _pv(name: str, index: int) -> parlog.Var:
+    return parlog.Var(name, index, S)
+
+
+def _call(target: str, *args) -> parlog.Call:
+    return parlog.Call(target, tuple(args), S)
+
+
+def _shared_chain(n: int, leaf: parlog.Term) -> parlog.Term:
+    """t0 = g(leaf), t(k+1) = f(tk, tk): n + 1 distinct structures, 2^n paths."""
+    t: parlog.Term = parlog.Struct("g", (leaf,), S)
+    for _ in range(n):
+        t = parlog.Struct("f", (t, t), S)
+    return t
+
+
+def parlog_program_chain(n: int) -> ir.Module:
+    """A PARLOG program whose clauses hold chains of n shared structures (2^n paths), each over
+    a clause variable, printing 777:
+
+        main <- X = t(n, V), V = 7, left(X, A), write(A), check(X, C), write(C),
+                rep(2, V, L), L = [Y|_], left(Y, B), write(B).
+        left(f(L, _), A) <- left(L, A).         left(g(V), A) <- A = V.
+        check(t(n, W), C) <- C = W.             (a head pattern of shared nodes)
+        rep(0, _, Out) <- Out = [].
+        rep(N, T, [t(n, T)|Out]) <- N > 0 : N1 is N - 1, rep(N1, T, Out).  (a loop, a list built in place)
+    """
+    v, x, a, c, lst, y, b = (_pv(name, i) for i, name in enumerate("VXACLYB"))
+    body = parlog.Conj(parlog.ConjOp.PARALLEL, (
+        _call("=/2", x, _shared_chain(n, v)), _call("=/2", v, parlog.Int(7, S)), _call("left/2", x, a),
+        _call("write/1", a), _call("check/2", x, c), _call("write/1", c),
+        _call("rep/3", parlog.Int(2, S), v, lst), _call("=/2", lst, parlog.Struct("[|]", (y, _pv("_", 7)), S)),
+        _call("left/2", y, b), _call("write/1", b)))
+    main = parlog.Relation("main/0", "main", (), ((parlog.Clause((), (), body, 8, S),),), S)
+    rest, last, leaf, out = _pv("L", 0), _pv("A", 1), _pv("V", 0), _pv("A", 1)
+    left = parlog.Relation("left/2", "left", ("?", "^"), ((
+        parlog.Clause((parlog.Struct("f", (rest, _pv("_", 2)), S), last), (), _call("left/2", rest, last), 3, S),
+        parlog.Clause((parlog.Struct("g", (leaf,), S), out), (), _call("=/2", out, leaf), 2, S)),), S)
+    w, found = _pv("W", 0), _pv("C", 1)
+    check = parlog.Relation("check/2", "check", ("?", "^"), ((
+        parlog.Clause((_shared_chain(n, w), found), (), _call("=/2", found, w), 2, S),),), S)
+    count, item, tail, less = _pv("N", 0), _pv("T", 1), _pv("Out", 2), _pv("N1", 3)
+    rep = parlog.Relation("rep/3", "rep", ("?", "?", "^"), ((
+        parlog.Clause((parlog.Int(0, S), _pv("_", 0), _pv("Out", 1)), (), _call("=/2", _pv("Out", 1), parlog.Atom("[]", S)),
+                      2, S),
+        parlog.Clause((count, item, parlog.Struct("[|]", (_shared_chain(n, item), tail), S)),
+                      (_call(">/2", count, parlog.Int(0, S)),),
+                      parlog.Conj(parlog.ConjOp.PARALLEL, (
+                          _call("is/2", less, parlog.Struct("-", (count, parlog.Int(1, S)), S)),
+                          _call("rep/3", less, item, tail))), 4, S)),), S)
+    rules = {r.key: r for r in (main, left, check, rep)}
+    return ir.Module("dag.par", rules, ir.Entry(main.key, ()), "parlog", {}, {1: "main <- ..."})
+
+
+PARLOG_PASSES = ("order-nodes", "index-rules", "tail-loop", "dest-passing", "lift", "schedule", "simplify",
+                 "prune-unreachable", "aggregate", "granularity", "flow")
+
+
+class TermVisits:
+    """Counts the reads of a PARLOG structure's arguments (`Struct.args`: every walk of a term
+    makes them, `children()` too) and the structures the code generator builds
+    (`ClauseCode._build`)."""
+
+    def __init__(self, monkeypatch):
+        from pam.parlog import clause_code
+        self.reads = self.builds = 0
+        slot = parlog.Struct.__dict__["args"]
+        build = clause_code.ClauseCode._build
+
+        def read(node):
+            self.reads += 1
+            return slot.__get__(node)
+
+        def counting_build(code, t, level):
+            self.builds += 1
+            return build(code, t, level)
+        monkeypatch.setattr(parlog.Struct, "args", property(read, slot.__set__))
+        monkeypatch.setattr(clause_code.ClauseCode, "_build", counting_build)
+
+
+def _parlog_passes_and_code(n: int, names: tuple[str, ...], **flags) -> tuple[int, int, int, int, ir.Module]:
+    """(structure reads of the passes, reads and builds of the code generator, characters of
+    code) for the chain."""
+    from hpgrem.passes import run_passes
+    from pam.parlog.rules import RuleCompiler
+
+    module = parlog_program_chain(n)
+    assert verify(module) == []
+    with pytest.MonkeyPatch.context() as mp:
+        visits = TermVisits(mp)
+        module = run_passes(module, names)
+        passes, visits.reads = visits.reads, 0
+        compiler = RuleCompiler(module, **flags)
+    assert verify(module) == []
+    return passes, visits.reads, visits.builds, len(compiler.source), module
+
+
+@pytest.mark.parametrize("names", [(), ("-O2",), *((name,) for name in PARLOG_PASSES)], ids=lambda x: "+".join(x) or "O0")
+def test_every_parlog_pass_and_the_code_generator_work_linearly_on_chains_of_16_shared_nodes(names):
+    from hpgrem.passes import level
+    from pam.machine import Machine
+
+    names = level(2) if names == ("-O2",) else names
+    small = _parlog_passes_and_code(8, names)
+    large = _parlog_passes_and_code(16, names)
+    # twice the distinct nodes (2^8 times the paths): at most about twice the work and code
+    for a, b in zip(small[:4], large[:4]):
+        assert b <= 2 * a + 400, (small[:4], large[:4])
+    out = io.StringIO()
+    Machine(large[4], stream=out).run()
+    assert out.getvalue() == "777"
+
+
+@pytest.mark.parametrize("flags", [{"counting": True}, {"tracing": True}], ids=["counting", "tracing"])
+def test_the_counting_and_the_tracing_parlog_code_are_linear_too(flags):
+    from hpgrem.passes import level
+    from pam.machine import Machine
+    from pam.parlog.rules import ParlogRuntime
+    from pam.trace import Trace
+
+    small = _parlog_passes_and_code(8, level(2), **flags)
+    large = _parlog_passes_and_code(16, level(2), **flags)
+    for a, b in zip(small[1:4], large[1:4]):
+        assert b <= 2 * a + 400, (small[:4], large[:4])
+    out = io.StringIO()
+    if flags.get("tracing"):  # the machine makes the tracing runtime itself
+        trace = Trace({"program": "dag.par", "language": "parlog", "pes": 1, "opt": 2})
+        Machine(large[4], stream=out, trace=trace).run()
+        assert trace.events
+    else:
+        Machine(large[4], stream=out, runtime=ParlogRuntime(large[4], **flags)).run()
+    assert out.getvalue() == "777"
+
+
+SEARCH_SOURCE = """left(g(A), A).
+left(f(L, _), A) :- left(L, A).
+mk(A) :- X = f(g(B), g(B)), B = 7, left(X, A).
+main <- set(L, A, mk(A)) & write(L).
+"""
+
+
+def parlog_search_chain(n: int) -> ir.Module:
+    """SEARCH_SOURCE with `mk`'s f(g(B), g(B)) made t(n, B): a chain of n shared structures
+    that an all-solutions clause builds; it prints [7]."""
+    from conftest import compile_source
+    from hpgrem.passes import run_passes
+
+    module = compile_source(SEARCH_SOURCE, "dag.par", opt=0)
+
+    def chained(x):
+        if isinstance(x, parlog.Struct) and x.name == "f" and isinstance(x.args[0], parlog.Struct):
+            return _shared_chain(n, x.args[0].args[0])
+        return x
+    rules = {k: ir.transform(r, chained) if k == "mk/1" else r for k, r in module.rules.items()}
+    assert rules["mk/1"] is not module.rules["mk/1"]
+    return run_passes(dataclasses.replace(module, rules=rules, annotations={}), ())
+
+
+def test_the_all_solutions_code_is_linear_in_a_chain_of_shared_nodes():
+    from pam.machine import Machine
+    from pam.parlog.rules import RuleCompiler
+
+    sizes = []
+    for n in (8, 16):
+        module = parlog_search_chain(n)
+        assert verify(module) == []
+        with pytest.MonkeyPatch.context() as mp:
+            visits = TermVisits(mp)
+            compiler = RuleCompiler(module)
+        sizes.append((visits.reads, len(compiler.searches.source)))
+        out = io.StringIO()
+        Machine(module, stream=out).run()
+        assert out.getvalue() == "[7]"
+    (a, b), (c, d) = sizes
+    assert c <= 2 * a + 400 and d <= 2 * b + 400, sizes
+
+
+def test_the_parlog_code_builds_a_shared_structure_once_and_matches_a_shared_pattern_once():
+    from hpgrem.passes import run_passes
+    from pam.parlog.rules import RuleCompiler
+
+    source = RuleCompiler(run_passes(parlog_program_chain(16), ())).source
+    main = source[source.index("def R0"):source.index("def R1")]
+    assert main.count("Struct(") == 17  # t(16, V): g(V) and sixteen f(t, t), each built once
+    check = source[source.index("def R2"):source.index("def R3")]
+    assert check.count("match_eq(") == 16  # each f(s, s) of the pattern: its second place equals its first
+
+
+@pytest.mark.parametrize("opt", [0, 2])
+def test_a_shared_structure_built_in_a_branch_is_built_again_after_it(opt):
+    """At -O0 `X is N + 1` builds its `N + 1` only where N is no integer (the evaluator's
+    branch): the same node used after it is built again there, not read from the branch not
+    taken (which would fail with an unset name)."""
+    from conftest import compile_source
+    from pam.machine import Machine
+    from pam.parlog.rules import RuleCompiler
+
+    text = "mode q(?, ^).\nq(N, R) <- X is N + 1, R = f(X, N + 1).\nmain <- q(3, R), write(R).\n"
+    module = compile_source(text, "dag.par", opt=opt)
+    dag = hash_consed(module)
+    assert _shared(dag) > _shared(module)
+    outputs = []
+    for m in (module, dag):
+        out = io.StringIO()
+        Machine(m, stream=out).run()
+        outputs.append(out.getvalue())
+    assert outputs == ["f(4,3+1)", "f(4,3+1)"]
+    if opt == 0:
+        source = RuleCompiler(dag).source
+        q = source[source.index(f"def {RuleCompiler(dag).proc_names['q/2']}("):]
+        q = q[:q.index("return None")]
+        assert q.count("Struct(K") == 3  # N + 1 in the branch and again after it, f(X, N + 1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hpgrem.ir.parlog import Atom, Call, Clause, Float, Int, Struct, Term, Var, calls_in
+from hpgrem.ir.core import fold, use_counts
 from hpgrem.ir.parlog import deep_guard
 from pam.parlog import primitives
 from pam.parlog.arith import MAX_INT_BITS
@@ -37,36 +38,30 @@ LONG = 500  # list literals longer than this are built a chunk of lines at a tim
 
 
 def to_runtime(term: Term):
-    """A ground IR term as a run-time term."""
-    out: list = []
-    stack: list = [(term, False)]
-    while stack:
-        t, built = stack.pop()
+    """A ground IR term as a run-time term: a node used in several places (the IR is a graph)
+    is built once and shared, as run-time terms are never changed (only a list cell built in
+    place is, and this builds none)."""
+    def at(t: Term, args: list):
         if isinstance(t, Struct):
-            if not built:
-                stack.append((t, True))
-                stack.extend((a, False) for a in reversed(t.args))
-                continue
-            n = len(t.args)
-            args = tuple(out[len(out) - n:])
-            del out[len(out) - n:]
-            out.append(Cons(*args) if t.name == "[|]" and n == 2 else RStruct(mkatom(t.name), args))
-        elif isinstance(t, Atom):
-            out.append(mkatom(t.name))
-        elif isinstance(t, (Int, Float)):
-            out.append(t.value)
-        else:
-            raise AssertionError("to_runtime of a non-ground term")
-    return out[0]
+            return Cons(*args) if t.name == "[|]" and len(args) == 2 else RStruct(mkatom(t.name), tuple(args))
+        if isinstance(t, Atom):
+            return mkatom(t.name)
+        if isinstance(t, (Int, Float)):
+            return t.value
+        raise AssertionError("to_runtime of a non-ground term")
+    return fold(term, at)
 
 
 def is_ground(term: Term) -> bool:
+    """Whether `term` has no variable (each distinct node looked at once)."""
+    seen: set[int] = set()
     stack = [term]
     while stack:
         t = stack.pop()
         if isinstance(t, Var):
             return False
-        if isinstance(t, Struct):
+        if isinstance(t, Struct) and id(t) not in seen:
+            seen.add(id(t))
             stack.extend(t.args)
     return True
 
@@ -89,6 +84,14 @@ class ClauseCode:
         self.bound: set[int] = bound if bound is not None else set()
         self.temps = temps
         self.arith_steps: dict[int, str | None] = {}  # id of an `is` call -> its own step
+        # A structure used in several places of the clause (the IR is a graph) means what copies
+        # would: it is built once, into a temporary (`_expr`), read again where it is met again
+        # while that temporary is still set (`_recall`); a tree's code has none of them.
+        self.shared = self.rc.shared_terms(clause)
+        self.made: dict[int, tuple[str, int]] = {}  # node id -> (temporary, emitter depth)
+        self.matched: dict[int, tuple[str, int]] = {}  # a pattern's id -> (the value it matched, depth)
+        self.deepest = -1  # the greatest depth in `made` and `matched`
+        self.seen_lines = len(self.e.lines)
 
     def temp(self) -> str:
         self.temps += 1
@@ -168,7 +171,17 @@ class ClauseCode:
                     self.suspend_or_break(x)
                 continue
             assert isinstance(pat, Struct)
-            if not tested and is_ground(pat) and _size(pat) > 8:  # a big constant: one equality test
+            if id(pat) in self.shared:  # met before: the value must be the one matched there
+                first = self._recall(pat, self.matched)
+                if first is not None:
+                    e(f"r = match_eq({first}, {x})")
+                    e("if r is not True:")
+                    e("    if r is not False: s = susp1(s, *r)")
+                    e("    break")
+                    continue
+                self.matched[id(pat)] = (x, e.depth)
+                self.deepest = max(self.deepest, e.depth)
+            if not tested and self.rc.is_ground(pat) and _more_nodes(pat, 8):  # a big constant: one equality test
                 e(f"r = match_eq({self.rc.ground(pat)}, {x})")
                 e("if r is not True:")
                 e("    if r is not False: s = susp1(s, *r)")
@@ -366,7 +379,9 @@ class ClauseCode:
 
     # -- building terms -------------------------------------------------------------------------
     def fresh(self, term: Term) -> None:
-        """Create the clause variables of `term` not bound yet."""
+        """Create the clause variables of `term` not bound yet (in order of first appearance;
+        each distinct node looked at once)."""
+        seen: set[int] = set()
         stack = [term]
         while stack:
             t = stack.pop()
@@ -374,7 +389,8 @@ class ClauseCode:
                 if t.index not in self.bound:
                     self.e(f"v{t.index} = Var()")
                     self.bound.add(t.index)
-            elif isinstance(t, Struct):
+            elif isinstance(t, Struct) and id(t) not in seen:
+                seen.add(id(t))
                 stack.extend(reversed(t.args))
 
     def build(self, term: Term) -> str:
@@ -382,8 +398,35 @@ class ClauseCode:
         self.fresh(term)
         return self._expr(term, 0)
 
+    def _recall(self, t: Term, table: dict[int, tuple[str, int]]) -> str | None:
+        """The name in `table` (`made` or `matched`) of shared structure `t`, if it was set where
+        the code now being emitted runs after it: every line since was at its depth or deeper
+        (a block that ended, a branch not taken, may not have set it)."""
+        lines, depth = self.e.lines, self.e.depth
+        for line in lines[self.seen_lines:]:
+            depth = min(depth, (len(line) - len(line.lstrip(" "))) // 4)
+        self.seen_lines = len(lines)
+        if self.deepest > depth:
+            for known in (self.made, self.matched):
+                for k in [k for k, (_, d) in known.items() if d > depth]:
+                    del known[k]
+            self.deepest = depth
+        found = table.get(id(t))
+        return found[0] if found is not None else None
+
     def _expr(self, t: Term, level: int) -> str:
-        if is_ground(t):
+        if id(t) in self.shared:
+            x = self._recall(t, self.made)
+            if x is None:
+                x = self.temp()
+                self.e(f"{x} = {self._build(t, 0)}")
+                self.made[id(t)] = (x, self.e.depth)
+                self.deepest = max(self.deepest, self.e.depth)
+            return x
+        return self._build(t, level)
+
+    def _build(self, t: Term, level: int) -> str:
+        if self.rc.is_ground(t):
             return self.rc.ground(t)
         if isinstance(t, Var):
             return f"v{t.index}"
@@ -394,7 +437,8 @@ class ClauseCode:
             return x
         if t.name == "[|]" and len(t.args) == 2:
             items, tail = [], t
-            while isinstance(tail, Struct) and tail.name == "[|]" and len(tail.args) == 2 and not is_ground(tail):
+            while isinstance(tail, Struct) and tail.name == "[|]" and len(tail.args) == 2 and \
+                    not self.rc.is_ground(tail) and (tail is t or id(tail) not in self.shared):
                 items.append(tail.args[0])
                 tail = tail.args[1]
             if len(items) > 4:
@@ -445,8 +489,8 @@ class ClauseCode:
         out, passed = self.clause.head[d], call.args[d]
         if not isinstance(passed, Var) or passed.index in self.bound:
             return None
-        uses = sum(1 for t in (*self.clause.head, *[a for c in calls_in(self.clause.body) for a in c.args])
-                   for n in _nodes(t) if isinstance(n, Var) and n.index == passed.index)
+        uses = sum(occurrences(t, passed.index) for t in (*self.clause.head,
+                                                          *[a for c in calls_in(self.clause.body) for a in c.args]))
         if uses != 2 or any(isinstance(n, Var) and n.index == passed.index for g in self.clause.guard
                             for a in g.args for n in _nodes(a)):
             return None
@@ -749,15 +793,34 @@ class ClauseCode:
         return f"[{parts}]" if body.op == "," else f"Seq([{parts}])"
 
 
-def _size(term: Term) -> int:
-    return sum(1 for _ in _nodes(term))
+def _more_nodes(term: Term, limit: int) -> bool:
+    """Whether `term` has more than `limit` nodes counted as a tree would (once per place)."""
+    n, stack = 0, [term]
+    while stack:
+        t = stack.pop()
+        n += 1
+        if n > limit:
+            return True
+        if isinstance(t, Struct):
+            stack.extend(t.args)
+    return False
+
+
+def occurrences(term: Term, index: int) -> int:
+    """How many times clause variable `index` occurs in `term`, once per place (as in copies of
+    its shared nodes), computed once per distinct node."""
+    return fold(term, lambda n, kids: sum(kids) + (isinstance(n, Var) and n.index == index))
 
 
 def _nodes(term: Term):
-    """The nodes of an IR term, iteratively."""
+    """The distinct nodes of an IR term, iteratively (a node shared by several places once)."""
+    seen: set[int] = set()
     stack = [term]
     while stack:
         t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
         yield t
         if isinstance(t, Struct):
             stack.extend(t.args)

@@ -122,20 +122,26 @@ class GuardTask(Task):
 
 
 def build_term(term, env: list):
-    """The run-time term of IR `term`, clause variable i being `env[i]` (made when None)."""
+    """The run-time term of IR `term`, clause variable i being `env[i]` (made when None); a
+    structure the IR shares is built once, its variables being the same in each place anyway."""
     out: list = []
+    made: dict[int, object] = {}  # a structure used in several places (the IR is a graph): built once
     stack: list = [(term, False)]
     while stack:
         t, built = stack.pop()
         if isinstance(t, IRStruct):
             if not built:
+                if id(t) in made:
+                    out.append(made[id(t)])
+                    continue
                 stack.append((t, True))
                 stack.extend((a, False) for a in reversed(t.args))
                 continue
             n = len(t.args)
             args = tuple(out[len(out) - n:])
             del out[len(out) - n:]
-            out.append(Cons(*args) if t.name == "[|]" and n == 2 else Struct(mkatom(t.name), args))
+            made[id(t)] = x = Cons(*args) if t.name == "[|]" and n == 2 else Struct(mkatom(t.name), args)
+            out.append(x)
         elif isinstance(t, IRVar):
             if env[t.index] is None:
                 env[t.index] = Var()

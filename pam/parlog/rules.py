@@ -102,22 +102,22 @@ class RuleCompiler:
 
     def is_ground(self, term: Term) -> bool:
         """Whether `term` has no variable; computed once for each distinct node of the module."""
+        if not isinstance(term, Struct):
+            return not isinstance(term, Var)
         known = self.grounds.get(id(term))
         if known is not None:
             return known
-        grounds = self.grounds
+        grounds = self.grounds  # of structures only (a leaf is known at once)
         stack: list = [(term, False)]
         while stack:
             t, done = stack.pop()
             if id(t) in grounds:
                 continue
-            if not isinstance(t, Struct):
-                grounds[id(t)] = not isinstance(t, Var)
-            elif done:
-                grounds[id(t)] = all(grounds[id(a)] for a in t.args)
+            if done:
+                grounds[id(t)] = all(grounds[id(a)] if isinstance(a, Struct) else not isinstance(a, Var) for a in t.args)
             else:
                 stack.append((t, True))
-                stack.extend((a, False) for a in t.args if id(a) not in grounds)
+                stack.extend((a, False) for a in t.args if isinstance(a, Struct) and id(a) not in grounds)
         return grounds[id(term)]
 
     def shared_terms(self, clause) -> frozenset[int]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from hpgrem.ir import Module
+from hpgrem.ir import Module, fold, use_counts
 from hpgrem.ir.parlog import SEARCH, AllSolutions, Atom, Call, Float, Int, Struct, Term, Var, calls_in
 from pam.emit import Emitter
 from pam.errors import ProgramFailure
@@ -230,6 +230,7 @@ class SearchCompiler:
         self.const_names: dict[tuple, str] = {}
         self.out = Emitter()
         self.temps = 0
+        self.grounds: dict[int, bool] = {}
         self.later: list[str] = []  # the functions of a clause's goal frames, emitted after it
         self.source = self._generate()
 
@@ -429,23 +430,48 @@ class SearchCompiler:
         bound |= built
 
     def build(self, t: Term, bound: set[int]) -> str:
-        """An expression for the term `t` (new variables made first, as statements)."""
-        if not _vars(t):
+        """An expression for the term `t` (new variables made first, as statements). A
+        structure with variables that `t` uses in several places (the IR is a graph) is built
+        once, into a temporary, and read again (a tree's code has none)."""
+        if self.is_ground(t):
             return self.ground(t)
         for v in _vars(t):
             if v.index not in bound:
                 bound.add(v.index)
                 self.out(f"V{v.index} = Var()")
-        return self._expr(t)
+        counts = use_counts((t,))
+        shared = {i for i, n in counts.items() if n > 1} if any(n > 1 for n in counts.values()) else set()
+        return self._expr(t, shared, {})
 
-    def _expr(self, t: Term) -> str:
+    def is_ground(self, t: Term) -> bool:
+        """Whether `t` has no variable, computed once per distinct node (`ground`: by id, the
+        module keeping its nodes alive)."""
+        if not isinstance(t, (Struct, Call)):
+            return not isinstance(t, Var)
+        known = self.grounds.get(id(t))
+        if known is None:
+            for n, g in fold_all(t, lambda x, kids: all(kids) and not isinstance(x, Var)):
+                if isinstance(n, (Struct, Call)):
+                    self.grounds[id(n)] = g
+            known = self.grounds[id(t)]
+        return known
+
+    def _expr(self, t: Term, shared: set[int], made: dict[int, str]) -> str:
         if isinstance(t, Var):
             return f"V{t.index}"
-        if not isinstance(t, Struct) or not _vars(t):
+        if not isinstance(t, Struct) or self.is_ground(t):
             return self.ground(t)
+        if id(t) in made:
+            return made[id(t)]
         if t.name == "[|]" and len(t.args) == 2:
-            return f"Cons({self._expr(t.args[0])}, {self._expr(t.args[1])})"
-        return f"Struct({self.ground(Atom(t.name))}, ({''.join(self._expr(a) + ', ' for a in t.args)}))"
+            text = f"Cons({self._expr(t.args[0], shared, made)}, {self._expr(t.args[1], shared, made)})"
+        else:
+            text = f"Struct({self.ground(Atom(t.name))}, ({''.join(self._expr(a, shared, made) + ', ' for a in t.args)}))"
+        if id(t) in shared:
+            made[id(t)] = x = self.temp()
+            self.out(f"{x} = {text}")
+            return x
+        return text
 
     # -- primitives ---------------------------------------------------------------------------
     def primitive(self, g: Call, bound: set[int]) -> None:
@@ -543,14 +569,29 @@ def _principal_key(compiler: SearchCompiler, p: Term) -> str:
 
 
 def _vars(t) -> list[Var]:
+    """The variables of `t`, looking into each distinct structure once."""
     out: list[Var] = []
+    seen: set[int] = set()
     stack = [t]
     while stack:
         x = stack.pop()
         if isinstance(x, Var):
             out.append(x)
-        elif isinstance(x, (Struct, Call)):
+        elif isinstance(x, (Struct, Call)) and id(x) not in seen:
+            seen.add(id(x))
             stack.extend(x.args)
+    return out
+
+
+def fold_all(root, fn) -> list:
+    """(node, fn(node, results of its children)) for each distinct node below `root`, bottom up."""
+    out: list = []
+
+    def at(x, kids):
+        r = fn(x, kids)
+        out.append((x, r))
+        return r
+    fold(root, at)
     return out
 
 

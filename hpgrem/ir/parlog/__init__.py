@@ -119,13 +119,15 @@ def make_list(items: list[Term], tail: Term | None = None, span: Span = NO_SPAN)
 def term_vars(term: Term) -> list[Var]:
     """The variables of `term` in order of first appearance (no duplicates by name)."""
     seen: dict[str, Var] = {}
+    looked: set[int] = set()  # structures looked into (a shared one once)
     stack = [term]
     while stack:
         t = stack.pop()
         if isinstance(t, Var):
             if t.name != "_" and t.name not in seen:
                 seen[t.name] = t
-        elif isinstance(t, Struct):
+        elif isinstance(t, Struct) and id(t) not in looked:
+            looked.add(id(t))
             stack.extend(reversed(t.args))
     return list(seen.values())
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpgrem.ir import Module, walk_tree
+from hpgrem.ir import Module, fold
 from hpgrem.ir.parlog import Clause, Relation, Struct, Var
 from hpgrem.passes import annotated
 from hpgrem.passes.parlog.tail_loop import first_relation_call
 
 
 def _occurrences(clause: Clause, index: int) -> int:
-    return sum(1 for n in walk_tree(clause) if isinstance(n, Var) and n.index == index)
+    """Occurrences of variable `index` in `clause`, once per place (as in copies of its shared
+    nodes), computed once per distinct node."""
+    return fold(clause, lambda n, kids: sum(kids) + (isinstance(n, Var) and n.index == index))
 
 
 def dest_position(module: Module, rel: Relation) -> int | None:

@@ -72,11 +72,16 @@ def clause_instructions(head_nodes: int, guard_goals: int, built_nodes: int, bod
 
 
 def _nodes(terms) -> int:
-    """Term nodes in `terms`, counted through structures."""
-    n, stack = 0, list(terms)
+    """Term nodes in `terms`, counted through structures as the rule compiler builds them: a
+    structure used in several places (the IR is a graph) once, its leaves (variables,
+    constants) once per place in it; for a tree, every node once. Linear in distinct nodes."""
+    n, seen, stack = 0, set(), list(terms)
     while stack:
         t = stack.pop()
-        n += 1
         if isinstance(t, Struct):
+            if id(t) in seen:
+                continue
+            seen.add(id(t))
             stack.extend(t.args)
+        n += 1
     return n
