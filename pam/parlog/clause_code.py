@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hpgrem.ir.parlog import Atom, Call, Clause, Float, Int, Struct, Term, Var, calls_in
-from hpgrem.ir.core import fold, use_counts
+from hpgrem.ir.core import fold
 from hpgrem.ir.parlog import deep_guard
 from pam.parlog import primitives
 from pam.parlog.arith import MAX_INT_BITS

@@ -31,7 +31,7 @@ from pam.parlog.subcomp import Subcomputations
 from pam.parlog.notes import COST, EXPORTABLE
 from pam.twins import traced_twin
 from pam.parlog.profile_names import rule_names
-from pam.profile import register_code
+from pam.generated import GeneratedCode
 from pam.parlog.relation_code import RelationCode, Shape
 from pam.parlog.search import SearchCompiler
 from pam.step import declare
@@ -74,6 +74,7 @@ class RuleCompiler:
         self.grounds: dict[int, bool] = {}
         self.shared: dict[int, frozenset[int]] = {}
         self.source = self._generate()
+        self.code = None  # the source compiled (pam/generated.py), once loaded
 
     # -- constants ------------------------------------------------------------------------------
     def const(self, kind: str, value, make) -> str:
@@ -295,11 +296,9 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
     }
     if tracer is not None:
         runtime.update(trace_calls(tracer))
-    namespace: dict = {}
-    filename = f"<rules of {module.source}>"
-    register_code(filename, rule_names, rc)  # names for --profile (pam/profile.py)
-    exec(compile(rc.source, filename, "exec"), namespace)
-    procs.update(namespace["make"](runtime))
+    if rc.code is None:  # compiled once, whatever the PEs (names for --profile: pam/profile.py)
+        rc.code = GeneratedCode(rc.source, f"<rules of {module.source}>", rule_names, rc)
+    procs.update(rc.code.run({})["make"](runtime))
     # A task that travels to another PE is named by its key: primitives' too (`X = a @ 3`).
     return {**prims["procs"], **procs}
 

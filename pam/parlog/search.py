@@ -33,7 +33,7 @@ from pam.parlog.clause_code import to_runtime
 from pam.parlog.goal import Goal
 from pam.parlog.notes import COST
 from pam.parlog.profile_names import search_names
-from pam.profile import register_code
+from pam.generated import GeneratedCode
 from pam.parlog.write import write_term
 from pam.step import declare
 from pam.terms import NIL, Cons, GroundCheck, from_list, mkatom
@@ -233,6 +233,7 @@ class SearchCompiler:
         self.grounds: dict[int, bool] = {}
         self.later: list[str] = []  # the functions of a clause's goal frames, emitted after it
         self.source = self._generate()
+        self.code = None  # the source compiled (pam/generated.py), once loaded
 
     def const(self, kind: str, value, make) -> str:
         key = (kind, value if kind != "term" else id(value))
@@ -670,11 +671,10 @@ def load(compiler: SearchCompiler, pe) -> dict:
     runtime = {"Var": RVar, "Struct": RStruct, "Cons": Cons, "UNIFY": unify_tr, "NOTUNIFY": not_unifiable,
                "IDENT": identical, "SOLVES": solves, "ARITH": arith_value, "PRIM": prim, "Rel": Procedure,
                "CONSTS": compiler.consts}
-    namespace: dict = {}
-    filename = f"<searches of {compiler.module.source}>"
-    register_code(filename, search_names, compiler)  # names for --profile (pam/profile.py)
-    exec(compile(compiler.source, filename, "exec"), namespace)
-    rels = namespace["make"](runtime)
+    if compiler.code is None:  # compiled once, whatever the PEs (names for --profile: pam/profile.py)
+        compiler.code = GeneratedCode(compiler.source, f"<searches of {compiler.module.source}>", search_names,
+                                      compiler)
+    rels = compiler.code.run({})["make"](runtime)
     waiting: list[SearchTask] = []
     steps = {key: _construct_step(pe, compiler, rel, rels[key], waiting)
              for key, rel in compiler.rels.items() if rel.construct != SEARCH}
