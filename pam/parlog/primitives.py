@@ -52,9 +52,24 @@ def arith_test(op: str, x, y, site):
 
 
 def build(pe, lookup) -> dict:
-    """The primitives of `pe` by key; `lookup(name, arity)` finds a relation's step for `call/1`."""
+    """The primitives of `pe` by key: {"inline": the inline ones (a clause calls them in its own
+    step), "procs": every primitive's step}; `lookup(name, arity)` finds a relation's step for
+    `call/1`."""
+    prims = {**_tests(pe), **_terms(pe), **_output(pe)}
+    procs = {key: task_proc(fn, key) for key, fn in prims.items()}
+    procs.update(_waiting_steps(pe))
+    procs["call/1"] = _call(pe, lookup, procs)
+    if pe.number != 0:
+        # Output happens on PE 0, the root transputer that talks to the host, in program
+        # order: an output goal elsewhere is sent there to run.
+        for key in ("write/1", "nl/0", "halt/0"):
+            procs[key] = to_root(pe, procs[key])
+    return {"inline": {k: v for k, v in prims.items() if k in INLINE}, "procs": procs}
+
+
+def _tests(pe) -> dict:
+    """Unification, arithmetic and comparisons, and the type tests, by key."""
     unify = pe.unify
-    emit = pe.output
 
     def eq(x, y, site):
         if not unify(x, y):
@@ -113,6 +128,26 @@ def build(pe, lookup) -> dict:
 
     def true(site):
         return None
+
+    prims = {
+        "=/2": eq, "is/2": is_, "==/2": identical, "\\==/2": not_identical,
+        "data/1": data, "var/1": var, "true/0": true,
+        "atom/1": type_test("atom", lambda x: type(x) is str),
+        "integer/1": type_test("integer", lambda x: type(x) is int),
+        "float/1": type_test("float", lambda x: type(x) is float),
+        "number/1": type_test("number", lambda x: type(x) in (int, float)),
+        "atomic/1": type_test("atomic", lambda x: type(x) in (str, int, float)),
+        "compound/1": type_test("compound", lambda x: type(x) in (Struct, Cons)),
+    }
+    for op in ("<", ">", "=<", ">=", "=:=", "=\\="):
+        prims[f"{op}/2"] = comparison(op)
+    return prims
+
+
+def _terms(pe) -> dict:
+    """The primitives that take terms apart and make them (functor/3, arg/3, =../2, atom_codes/2,
+    number_codes/2, length/2), by key."""
+    unify = pe.unify
 
     def functor(t, n, a, site):
         t = deref(t)
@@ -216,29 +251,28 @@ def build(pe, lookup) -> dict:
         if tail != NIL or not unify(n, len(items)):
             raise _fail("length", (lst, n), site)
 
+    return {"functor/3": functor, "arg/3": arg, "=../2": univ, "atom_codes/2": atom_codes,
+            "number_codes/2": number_codes, "length/2": length}
+
+
+def _output(pe) -> dict:
+    """nl/0 and halt/0 (write/1 waits for its term: `_waiting_steps`)."""
+    emit = pe.output
+
     def nl(site):
         emit("\n")
 
     def halt(site):
         raise Halt()
 
-    prims = {
-        "=/2": eq, "is/2": is_, "==/2": identical, "\\==/2": not_identical,
-        "data/1": data, "var/1": var, "true/0": true,
-        "atom/1": type_test("atom", lambda x: type(x) is str),
-        "integer/1": type_test("integer", lambda x: type(x) is int),
-        "float/1": type_test("float", lambda x: type(x) is float),
-        "number/1": type_test("number", lambda x: type(x) in (int, float)),
-        "atomic/1": type_test("atomic", lambda x: type(x) in (str, int, float)),
-        "compound/1": type_test("compound", lambda x: type(x) in (Struct, Cons)),
-        "functor/3": functor, "arg/3": arg, "=../2": univ, "atom_codes/2": atom_codes,
-        "number_codes/2": number_codes, "length/2": length, "nl/0": nl,
-        "halt/0": halt,
-    }
-    for op in ("<", ">", "=<", ">=", "=:=", "=\\="):
-        prims[f"{op}/2"] = comparison(op)
+    return {"nl/0": nl, "halt/0": halt}
 
-    procs = {key: task_proc(fn, key) for key, fn in prims.items()}
+
+def _waiting_steps(pe) -> dict:
+    """The primitives whose step waits as a task and resumes where it stopped (length/2 over
+    a list still being made, write/1 until its term is ground), by key."""
+    unify = pe.unify
+    emit = pe.output
 
     def length_step(t):
         """length/2 as a waiting task: it remembers how far it has counted."""
@@ -270,9 +304,12 @@ def build(pe, lookup) -> dict:
             return [v]
         emit(write_term(term))
 
-    for key, step in (("length/2", length_step), ("write/1", write_step)):
-        procs[key] = primitive_step(key)(step)
+    return {key: primitive_step(key)(step) for key, step in (("length/2", length_step), ("write/1", write_step))}
 
+
+def _call(pe, lookup, procs: dict):
+    """The step of `call/1`: the task becomes its goal (`lookup` finds a relation's step,
+    `procs` the primitives')."""
     @primitive_step("call/1")
     def call(t):
         """`call(G)`: the task becomes the goal G (a conjunction becomes its plan)."""
@@ -301,13 +338,7 @@ def build(pe, lookup) -> dict:
             raise ProgramFailure(f"call/1: unknown relation {name}/{arity}", write_term(g), site)
         return Goal(proc, args_of(g), None, site)
 
-    procs["call/1"] = call
-    if pe.number != 0:
-        # Output happens on PE 0, the root transputer that talks to the host, in program
-        # order: an output goal elsewhere is sent there to run.
-        for key in ("write/1", "nl/0", "halt/0"):
-            procs[key] = to_root(pe, procs[key])
-    return {"inline": {k: v for k, v in prims.items() if k in INLINE}, "procs": procs}
+    return call
 
 
 def to_root(pe, step):
