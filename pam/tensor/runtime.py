@@ -554,7 +554,6 @@ class TensorRuntime:
         budget, fetches = self.device_budget, self.plan.fetches
         per_flop = 1.0 / (self.flops_per_s * self.costs.instruction)
         plan_steps = self.plan.steps
-        gated = frozenset(self.plan.gates.values())
         lazy = self.plan.lazy if self.program is None else {}
         # the PE's virtual clock, for a pipeline's bubble (under MPI, its instructions)
         now = (lambda: pe.net.now()) if pe.net is not None and self.comms is None \
@@ -632,6 +631,25 @@ class TensorRuntime:
                 replica.consumed(k.inputs)
             replica.made_room()
 
+        collective = self._collective(replica, pe, per_flop, scheduled, turn_done)
+
+        plan = self.plan
+        replica.tasks = [CollectiveTask(collective, s, plan.priority(i)) if type(s) is Bucket
+                         else OpTask(op, (s,), plan.priority(i))
+                         for i, s in enumerate(plan.steps) if i not in lazy.values()]
+        steps = self.steps[pe.number] = {"tensor-op": op, "tensor-collective": collective,
+                                         "tensor-main": self._main(replica)}
+        if self.program is not None:
+            steps.update(self._schedule(replica, pe, looks, scheduled, turn_done))
+        return steps
+
+    def _collective(self, replica: Replica, pe, per_flop: float, scheduled, turn_done):
+        """The step of a collective's task on `pe`: it waits for its inputs (and, for ZeRO-3's
+        all-gathers, its turn: Plan._gates), starts the collective and takes its peers' parts
+        over the Net (SimAllReduce) or from MPI (MPIAllReduce, polled by a PE hook), then binds
+        its outputs."""
+        counting, counters = self.counting, pe.stats.counters
+        gated = frozenset(self.plan.gates.values())
         allreduce = (SimAllReduce if self.comms is None else MPIAllReduce)(replica, pe, per_flop, self.comms)
 
         def launch(task: CollectiveTask, b: Bucket) -> None:
@@ -702,15 +720,7 @@ class TensorRuntime:
             turn_done(task)
             return None
 
-        plan = self.plan
-        replica.tasks = [CollectiveTask(collective, s, plan.priority(i)) if type(s) is Bucket
-                         else OpTask(op, (s,), plan.priority(i))
-                         for i, s in enumerate(plan.steps) if i not in lazy.values()]
-        steps = self.steps[pe.number] = {"tensor-op": op, "tensor-collective": collective,
-                                         "tensor-main": self._main(replica)}
-        if self.program is not None:
-            steps.update(self._schedule(replica, pe, looks, scheduled, turn_done))
-        return steps
+        return collective
 
     def _schedule(self, replica: Replica, pe, looks, scheduled, turn_done) -> dict:
         """A pipeline stage: its tasks in the order of its action list (pam.tensor.pipeline),
