@@ -1,9 +1,10 @@
 """Front ends: parsers, checkers and lowering to HPGREM.
 
 Every front end is a module with one entry, `compile_program(text, file, goal=None) ->
-Compiled`, found by the program file's extension in `FRONT_ENDS` and imported only when a
-program needs it (hpgrem/driver/pipeline.py is the one caller that chooses). A dialect from
-outside the project (HPGREM_PLUGINS) adds its own with `register_front_end`.
+Compiled`, found by the program file's extension in its dialect's record (hpgrem/ir/dialects.py,
+`front_end_for`) and imported only when a program needs it (hpgrem/driver/pipeline.py is the one
+caller that chooses). A dialect from outside the project (HPGREM_PLUGINS) names its own front
+end in its record.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from hpgrem.diagnostics import CompileError, Diagnostic
 from hpgrem.ir import Module
+from hpgrem.ir.dialects import DIALECTS, of_extension
 
 
 @dataclass
@@ -62,20 +64,13 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-PARLOG = FrontEnd("frontend.parlog", goals=True)
-ML = FrontEnd("frontend.ml", goals=False)
-FRONT_ENDS: dict[str, FrontEnd] = {".par": PARLOG, ".parlog": PARLOG, ".sml": ML, ".ml": ML}
+def front_end_for(ext: str) -> FrontEnd | None:
+    """The front end of the source files with extension `ext` (`.par`), by the dialects' records;
+    None for an extension no dialect has (the plug-ins are loaded first)."""
+    found = of_extension(ext)
+    return None if found is None else FrontEnd(found.front_end, found.goals)
 
 
-def register_front_end(extensions: tuple[str, ...], front_end: FrontEnd) -> None:
-    """Make `front_end` compile the files whose extension is one of `extensions` (`.toy`): a
-    plug-in's front end registers so. An extension taken by another front end is a ValueError."""
-    if not isinstance(front_end, FrontEnd):
-        raise TypeError("register_front_end takes a FrontEnd")
-    for ext in extensions:
-        if not (isinstance(ext, str) and ext.startswith(".") and len(ext) > 1 and ext == ext.lower()):
-            raise ValueError(f"a file extension is a lowercase '.name', not {ext!r}")
-        if ext == ".hpg" or FRONT_ENDS.get(ext, front_end) != front_end:
-            raise ValueError(f"the file extension {ext!r} has a front end already")
-    for ext in extensions:
-        FRONT_ENDS[ext] = front_end
+def extensions() -> list[str]:
+    """Every source file extension a dialect has a front end for."""
+    return [ext for d in DIALECTS.values() for ext in d.extensions]

@@ -5,8 +5,9 @@ time it registers, with the PE's Net (when there is one), the task kinds that ma
 (pam.task.TaskKind), the codecs of its values (pam.pack.Codec) and message kinds of its own
 (Net.add_handler), and may append hooks (pam.driver). A runtime may keep counters of its own
 (what its code does, for measuring passes): it names them in `counters`, and made with
-`counting=True` its code counts them into each PE's `stats.counters` (`--count`). The machine itself imports no language: the default runtime of a module is found
-by its language in a lazy table, as the compiler's passes are.
+`counting=True` its code counts them into each PE's `stats.counters` (`--count`). The machine
+itself imports no language: the default runtime of a module is named, "module:Class", in its
+dialect's record (hpgrem/ir/dialects.py) and imported when first needed.
 """
 
 from __future__ import annotations
@@ -14,13 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import Protocol
 
-# language -> "module:Class" (or the class, once imported or registered); the class is made
-# with the module it runs.
-RUNTIMES: dict[str, str | type] = {
-    "parlog": "pam.parlog.rules:ParlogRuntime",
-    "ml": "pam.ml.loader:MLRuntime",
-    "tensor": "pam.tensor.runtime:TensorRuntime",
-}
+from hpgrem.ir.dialects import DIALECTS, UnknownDialect, record
 
 
 class Runtime(Protocol):
@@ -58,24 +53,21 @@ class UnknownRuntime(LookupError):
     """A module of a language that no runtime is registered for."""
 
 
-def register_runtime(language: str, runtime: str | type) -> None:
-    """Make `runtime` (a class, or "module:Class" imported when first needed) the default runtime
-    of modules of `language`: a dialect from outside the project registers its runtime so."""
-    if not isinstance(runtime, (str, type)):
-        raise TypeError("register_runtime takes a class or 'module:Class'")
-    RUNTIMES[language] = runtime
-
-
 def runtime_class(language: str) -> type:
-    """The runtime class of `language`; UnknownRuntime, naming the known ones, if there is none."""
-    entry = RUNTIMES.get(language)
+    """The runtime class of `language`, from its dialect's record (hpgrem/ir/dialects.py);
+    UnknownRuntime, naming the known ones, if it has none."""
+    try:
+        found = record(language)
+    except UnknownDialect:
+        found = None
+    entry = None if found is None else found.runtime
     if entry is None:
-        raise UnknownRuntime(f"no runtime for modules of dialect {language!r} (runtimes: "
-                             f"{', '.join(sorted(RUNTIMES))}; a dialect registers one with "
-                             "pam.runtimes.register_runtime)")
+        known = ", ".join(sorted(d.name for d in DIALECTS.values() if d.runtime is not None))
+        raise UnknownRuntime(f"no runtime for modules of dialect {language!r} (runtimes: {known}; a dialect "
+                             "names its runtime in its record: hpgrem.ir.dialects.Dialect)")
     if isinstance(entry, str):
         module_name, name = entry.split(":")
-        entry = RUNTIMES[language] = getattr(importlib.import_module(module_name), name)
+        entry = getattr(importlib.import_module(module_name), name)
     return entry
 
 

@@ -32,15 +32,14 @@ import pytest
 from hpgrem import ir
 from hpgrem.ir import NO_SPAN, Node, Rule, Span
 from hpgrem.ir.core import node
-from hpgrem.ir.dialects import PLUGINS, DialectSpec, register_dialect
+from hpgrem.ir.dialects import PLUGINS, Dialect, DialectSpec, register_dialect
 from hpgrem.printer import module_text
 from hpgrem.serialize import HpgFormatError, dumps, loads
 from hpgrem.verify import verify
 from hpgrem.ir.rewrite import Rewriter
-from hpgrem.passes import Option, annotated, register_pass
-from frontend import Compiled, FrontEnd, register_front_end
+from hpgrem.passes import Option, annotated
+from frontend import Compiled
 from hpgrem.diagnostics import CompileError, Diagnostic
-from pam.runtimes import register_runtime
 from pam.step import WaitAll, declare
 from pam.task import Task
 from pam.terms import Var, deref
@@ -113,7 +112,7 @@ def _types(module) -> str | None:
     return None
 
 
-register_dialect(DialectSpec("toy", representation=_representation, type_problem=_types))
+TOY = DialectSpec("toy", representation=_representation, type_problem=_types)
 
 
 @dataclass(frozen=True)
@@ -141,8 +140,6 @@ class ToyFold:
             return module
         return annotated(replace(module, rules=rules), self, notes)
 
-
-register_pass("toy-fold", ToyFold)
 
 
 class Sum(Task):
@@ -263,8 +260,6 @@ def _resolved(value):
     return tuple(_resolved(v) for v in value) if type(value) is tuple else value
 
 
-register_runtime("toy", ToyRuntime)
-
 
 def compile_program(text: str, file: str, goal: str | None = None) -> Compiled:
     """The toy front end: a `.toy` file is one expression of numbers, `+` and tuples, the value
@@ -301,7 +296,9 @@ class _NotToy(Exception):
         self.span = span
 
 
-register_front_end((".toy",), FrontEnd(__name__, goals=False))
+# The dialect registers once: its hooks, front end, pass and runtime in one record.
+register_dialect(Dialect("toy", TOY, front_end=__name__, extensions=(".toy",), passes=(("toy-fold", ToyFold),),
+                         runtime=ToyRuntime))
 
 
 def toy_module(n: int = 3, width: int = 0) -> ir.Module:
@@ -394,7 +391,7 @@ def test_on_sixteen_pes_sums_are_stolen_and_results_come_home_by_its_own_message
 
 def test_a_dialect_without_a_runtime_is_named_clearly():
     from pam.runtimes import UnknownRuntime, runtime_class
-    with pytest.raises(UnknownRuntime, match="no runtime for modules of dialect 'nope' .*register_runtime"):
+    with pytest.raises(UnknownRuntime, match="no runtime for modules of dialect 'nope' .*in its record"):
         runtime_class("nope")
 
 
@@ -475,3 +472,25 @@ def test_a_plugin_in_a_folder_outside_the_project_runs_from_its_own_source(launc
         assert "(1, 2 - 1)\n    ^" in r.stderr
         alone = subprocess.run(command[:5], capture_output=True, text=True, cwd=tmp_path, timeout=300)
         assert alone.returncode == 2 and "unknown file type '.toy'" in alone.stderr
+
+
+def test_one_record_registers_the_dialect_with_its_front_end_pass_and_runtime():
+    """The record is the whole registration: its extension finds its front end, -O2 runs its
+    pass (on its own modules), its language finds its runtime; a second dialect may not take
+    its extension, and a pass registered alone runs only when named."""
+    from frontend import front_end_for
+    from hpgrem import passes
+    from pam.runtimes import runtime_class
+
+    assert front_end_for(".toy").package == __name__
+    assert "toy-fold" in passes.level(2) and "toy-fold" not in passes.level(1)
+    assert runtime_class("toy") is ToyRuntime
+    with pytest.raises(ValueError, match="the file extension '.toy' is taken by dialect 'toy'"):
+        register_dialect(Dialect("toy2", DialectSpec("toy2"), front_end=__name__, extensions=(".toy",)))
+    with pytest.raises(ValueError, match="other than .hpg"):
+        Dialect("toy3", DialectSpec("toy3"), front_end=__name__, extensions=(".hpg",))
+    try:
+        passes.register_pass("toy-only-named", ToyFold)
+        assert "toy-only-named" in passes.passes_table() and "toy-only-named" not in passes.level(2)
+    finally:
+        passes.PASS_TABLE.pop("toy-only-named", None)

@@ -179,12 +179,12 @@ def _passes_help() -> str:
     """`hpgrem ir --help`'s list of passes, the plug-ins' (HPGREM_PLUGINS) among them."""
     from hpgrem.ir.dialects import load_plugins
     load_plugins()
-    from hpgrem.passes import ANALYSIS_TABLE, LEVELS, MACHINE_ANALYSES, PASS_TABLE, options_help
+    from hpgrem.passes import MACHINE_ANALYSES, analyses_table, level, options_help, passes_table
     lines = ["optimizing passes (in the order they run):"]
-    for name in PASS_TABLE:
-        lines.append(f"  {name:<20} " + ", ".join(f"-O{n}" for n, names in LEVELS.items() if name in names))
+    for name in passes_table():
+        lines.append(f"  {name:<20} " + ", ".join(f"-O{n}" for n in (0, 1, 2) if name in level(n)))
     lines.append("analyses (the machine's always run, last):")
-    for name in ANALYSIS_TABLE:
+    for name in analyses_table():
         lines.append(f"  {name:<20} " + ("always" if name in MACHINE_ANALYSES else "when a pass needs it"))
     lines.append("pass options (--pass-option PASS.OPTION=VALUE):")
     lines += options_help()

@@ -1,7 +1,7 @@
 """The pipeline: a program (a file, or source text) -> a verified HPGREM module. The one way
 the command line, `hpgrem bench` and the tests compile a program.
 
-The front end is chosen by the file's extension (frontend.FRONT_ENDS); a `.hpg` file is read
+The front end is chosen by the file's extension (frontend.front_end_for); a `.hpg` file is read
 and verified instead (it is untrusted input). Then the pass manager runs the optimizing passes
 the options select and the analyses the machine reads (hpgrem/passes), and the verifier checks
 the result. Front ends are imported only when a program needs one: the IR layer of the
@@ -69,12 +69,12 @@ def read_source(path: str) -> str:
 
 def selected_passes(options: Options) -> list[str]:
     """The optimizing passes to run, in order (up to `after`); UsageError for an unknown name."""
-    from hpgrem.passes import PASS_TABLE, is_pass, level
+    from hpgrem.passes import is_pass, level, passes_table
 
     named = [*(options.passes or ()), *options.disable] + ([options.after] if options.after else [])
     for name in named:
-        if not is_pass(name) or name not in PASS_TABLE:
-            raise UsageError(f"unknown pass '{name}' (passes: {', '.join(PASS_TABLE)})")
+        if not is_pass(name) or name not in passes_table():
+            raise UsageError(f"unknown pass '{name}' (passes: {', '.join(passes_table())})")
     names = [n for n in (options.passes if options.passes is not None else level(options.opt))
              if n not in options.disable]
     if options.after is not None:
@@ -99,19 +99,18 @@ def pass_options(options: Options) -> dict[str, dict[str, object]]:
 
 def _check_kind(file: str, options: Options) -> None:
     """Refuse, before reading anything, a file of no known kind and options that do not apply."""
-    from frontend import FRONT_ENDS
-    from hpgrem.ir.dialects import load_plugins
+    from frontend import extensions, front_end_for
 
     ext = Path(file).suffix.lower()
-    if ext != ".hpg" and ext not in FRONT_ENDS:
-        load_plugins()  # a plug-in's front end (HPGREM_PLUGINS) registers its extensions
     if ext == ".hpg":
         if options.goal is not None:
             raise UsageError("--goal needs the source program, not a compiled .hpg file")
-    elif ext not in FRONT_ENDS:
-        raise UsageError(f"{file}: unknown file type '{ext}' (expected {', '.join(FRONT_ENDS)} or .hpg)")
-    elif options.goal is not None and not FRONT_ENDS[ext].goals:
-        raise UsageError("--goal is for PARLOG programs; an ML program runs its declarations")
+    else:
+        front_end = front_end_for(ext)  # a plug-in's (HPGREM_PLUGINS) too
+        if front_end is None:
+            raise UsageError(f"{file}: unknown file type '{ext}' (expected {', '.join(extensions())} or .hpg)")
+        if options.goal is not None and not front_end.goals:
+            raise UsageError("--goal is for PARLOG programs; an ML program runs its declarations")
     selected_passes(options)
     pass_options(options)
 
@@ -130,11 +129,11 @@ def _compile(text: str, file: str, options: Options) -> Compiled:
 
 def _load(text: str, file: str, goal: str | None) -> Compiled:
     """The front end's result, or the module of a `.hpg` file (read and verified)."""
-    from frontend import FRONT_ENDS, Compiled
+    from frontend import Compiled, front_end_for
 
     ext = Path(file).suffix.lower()
     if ext != ".hpg":
-        return FRONT_ENDS[ext].compile(text, file, goal)
+        return front_end_for(ext).compile(text, file, goal)
     from hpgrem.serialize import HpgFormatError, loads
     from hpgrem.verify import verify
     try:

@@ -10,6 +10,6 @@ core loads no dialect.
 from hpgrem.ir.core import (IN, MODULE_FACTS, NL, NO_SPAN, NODE_KINDS, OUT, Entry, Inline, JsonPath, Module, Node,
                             Rule, Span, check_value, fold, inline, schema, source_lines, transform, use_counts, walk,
                             walk_all, walk_paths, walk_tree)
-from hpgrem.ir.dialects import DIALECTS, DialectSpec, UnknownDialect, dialect, register_dialect
+from hpgrem.ir.dialects import DIALECTS, Dialect, DialectSpec, UnknownDialect, dialect, register_dialect
 
 __all__ = [name for name in dir() if not name.startswith("_")]

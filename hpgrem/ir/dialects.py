@@ -1,19 +1,26 @@
-"""The dialect table: every dialect a module may be written in, and what each needs checked.
+"""The dialect table: every dialect a module may be written in, one `Dialect` record each.
 
-A dialect is a Python module that registers its node kinds (`@node("name")`, hpgrem/ir/core.py)
-and a `DialectSpec`: its name and its hooks, the checks that only it knows (what the machine
-takes for granted of its nodes, its types, what may be the entry). The verifier, the `.hpg`
-reader and writer and the printer find a module's dialect here by name and call its hooks;
-none of them names a dialect. The table is lazy (name -> "module:attribute", as the pass and
-runtime tables are): a dialect's module is imported when a module of that dialect, or one of
-its node kinds, is first met.
+A record names the dialect's pieces across the layers, by "module:attribute" (nothing is
+imported until it is needed, and this layer imports no higher one): its `DialectSpec` (its
+hooks, in hpgrem/ir/<name>/dialect.py), the front end that compiles its source files and their
+extensions (frontend/), the passes it brings (hpgrem/passes/; the built-in dialects' passes are
+the pass manager's own table, in the order -O2 runs them) and its runtime (pam/). The front ends'
+lookup by extension (frontend.front_end_for), the runtimes' (pam.runtimes.runtime_class) and the
+pass manager's (hpgrem.passes) read this one table.
 
-A dialect from outside the project (a test file, a plug-in) registers itself at import with
-`register_dialect(spec)`, and its runtime with `pam.runtimes.register_runtime`. A process that
-meets a dialect the table lacks (a `.hpg` file read by the command line, each rank under
-`mpiexec`) first imports the plug-ins named in the environment variable HPGREM_PLUGINS (Python
-files or module names, separated by the path separator). One module holds rules of one dialect;
-a program of two dialects is two modules.
+A dialect's module registers its node kinds (`@node("name")`, hpgrem/ir/core.py) and a
+`DialectSpec`: its name and its hooks, the checks that only it knows (what the machine takes
+for granted of its nodes, its types, what may be the entry). The verifier, the `.hpg` reader
+and writer and the printer find a module's dialect here by name and call its hooks; none of
+them names a dialect. A dialect's spec is imported when a module of that dialect, or one of its
+node kinds, is first met.
+
+A dialect from outside the project (a test file, a plug-in) registers once, at import, with
+`register_dialect(Dialect(...))`: its spec, front end, passes and runtime in one record. A
+process that meets a dialect or a file extension the table lacks (a `.hpg` file read by the
+command line, each rank under `mpiexec`) first imports the plug-ins named in the environment
+variable HPGREM_PLUGINS (Python files or module names, separated by the path separator). One
+module holds rules of one dialect; a program of two dialects is two modules.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -30,14 +37,6 @@ from hpgrem.ir.core import NODE_KINDS, Node, Rule
 
 if TYPE_CHECKING:
     from hpgrem.ir.core import Module
-
-DIALECTS: dict[str, str | DialectSpec] = {
-    "parlog": "hpgrem.ir.parlog.dialect:DIALECT",
-    "ml": "hpgrem.ir.ml.dialect:DIALECT",
-    "tensor": "hpgrem.ir.tensor.dialect:DIALECT",
-}
-"""Dialect name -> its `DialectSpec`, or "module:attribute" where it is found (imported once)."""
-
 
 class UnknownDialect(ValueError):
     """A dialect name that the table does not hold."""
@@ -73,19 +72,89 @@ class DialectSpec:
         return {k: cls for k, cls in self.kinds().items() if issubclass(cls, Rule)}
 
 
-def register_dialect(spec: DialectSpec | str, where: str | None = None) -> None:
-    """Add a dialect to the table: a `DialectSpec` (its node kinds registered already), or a
-    name and the "module:attribute" of its spec, imported when first needed. Registering the
-    same thing again is harmless (a module imported twice); another spec for a taken name is
-    a ValueError."""
-    name, value = (spec.name, spec) if isinstance(spec, DialectSpec) else (spec, where)
-    if not isinstance(value, (DialectSpec, str)):
-        raise TypeError("register_dialect takes a DialectSpec, or a name and 'module:attribute'")
-    old = DIALECTS.get(name)
-    if old is not None and old is not value and old != value:
-        if not (isinstance(old, str) and isinstance(value, DialectSpec) and _load(old) is value):
-            raise ValueError(f"dialect {name!r} is registered already")
-    DIALECTS[name] = value
+@dataclass(frozen=True)
+class Dialect:
+    """One dialect's pieces across the layers. `spec` is its DialectSpec or where it is
+    ("module:attribute"); `front_end` the module whose `compile_program(text, file, goal)`
+    compiles its source files, whose extensions are `extensions` (lowercase, `.toy`), `goals`
+    whether `--goal` may replace a program's entry; `passes` and `analyses` the passes it
+    brings, (name, class or "module:Class") each, in the order -O2 runs them; `runtime` its
+    runtime class or "module:Class". Each piece is optional: a dialect without a front end is
+    read from `.hpg` files, one without a runtime is compiled but not run."""
+
+    name: str
+    spec: str | DialectSpec
+    front_end: str | None = None
+    extensions: tuple[str, ...] = ()
+    goals: bool = False
+    passes: tuple[tuple[str, str | type], ...] = ()
+    analyses: tuple[tuple[str, str | type], ...] = ()
+    runtime: str | type | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.spec, (DialectSpec, str)):
+            raise TypeError("a Dialect's spec is a DialectSpec or 'module:attribute'")
+        for ext in self.extensions:
+            if not (isinstance(ext, str) and ext.startswith(".") and len(ext) > 1 and ext == ext.lower()) \
+                    or ext == ".hpg":
+                raise ValueError(f"a file extension is a lowercase '.name' other than .hpg, not {ext!r}")
+        if self.extensions and self.front_end is None:
+            raise ValueError(f"dialect {self.name!r} names extensions but no front end")
+        for pair in (*self.passes, *self.analyses):
+            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)
+                    and isinstance(pair[1], (str, type))):
+                raise TypeError("a dialect's passes are (name, class or 'module:Class') pairs")
+
+
+DIALECTS: dict[str, Dialect] = {
+    "parlog": Dialect("parlog", "hpgrem.ir.parlog.dialect:DIALECT", "frontend.parlog", (".par", ".parlog"),
+                      goals=True, runtime="pam.parlog.rules:ParlogRuntime"),
+    "ml": Dialect("ml", "hpgrem.ir.ml.dialect:DIALECT", "frontend.ml", (".sml", ".ml"),
+                  runtime="pam.ml.loader:MLRuntime"),
+    "tensor": Dialect("tensor", "hpgrem.ir.tensor.dialect:DIALECT", runtime="pam.tensor.runtime:TensorRuntime"),
+}
+"""Dialect name -> its record (the built-in dialects' passes are the pass manager's own table)."""
+
+
+def register_dialect(record: Dialect | DialectSpec) -> None:
+    """Add a dialect to the table: its record (or a DialectSpec alone: a dialect with no front
+    end, passes or runtime). Registering the same thing again is harmless (a module imported
+    twice); another dialect of a taken name, or an extension another dialect has, is a
+    ValueError."""
+    if isinstance(record, DialectSpec):
+        record = Dialect(record.name, record)
+    if not isinstance(record, Dialect):
+        raise TypeError("register_dialect takes a Dialect record or a DialectSpec")
+    old = DIALECTS.get(record.name)
+    if old is not None and old != record:
+        raise ValueError(f"dialect {record.name!r} is registered already")
+    for other in DIALECTS.values():
+        taken = set(other.extensions) & set(record.extensions)
+        if other.name != record.name and taken:
+            raise ValueError(f"the file extension {sorted(taken)[0]!r} is taken by dialect {other.name!r}")
+    DIALECTS[record.name] = record
+
+
+def record(name: str) -> Dialect:
+    """The record of dialect `name`; UnknownDialect if the table has none, even after the
+    plug-ins are loaded."""
+    if type(name) is str and name not in DIALECTS:
+        load_plugins()
+    found = DIALECTS.get(name) if type(name) is str else None
+    if found is None:
+        raise UnknownDialect(f"unknown dialect {name!r} (dialects: {', '.join(sorted(DIALECTS))})")
+    return found
+
+
+def of_extension(ext: str) -> Dialect | None:
+    """The dialect whose source files have the extension `ext` (plug-ins loaded if need be)."""
+    for attempt in range(2):
+        for d in DIALECTS.values():
+            if ext in d.extensions:
+                return d
+        if attempt == 0:
+            load_plugins()
+    return None
 
 
 PLUGINS = "HPGREM_PLUGINS"
@@ -117,14 +186,11 @@ def load_plugins() -> None:
 def dialect(name: str) -> DialectSpec:
     """The spec of dialect `name` (its module imported, so its node kinds are registered);
     UnknownDialect if the table has none of that name, even after the plug-ins are loaded."""
-    if type(name) is str and name not in DIALECTS:
-        load_plugins()
-    value = DIALECTS.get(name) if type(name) is str else None
-    if value is None:
-        raise UnknownDialect(f"unknown dialect {name!r} (dialects: {', '.join(sorted(DIALECTS))})")
-    if isinstance(value, str):
-        value = DIALECTS[name] = _load(value)
-    return value
+    found = record(name)
+    if isinstance(found.spec, str):
+        spec = _load(found.spec)
+        DIALECTS[name] = found = replace(found, spec=spec)
+    return found.spec
 
 
 def _load(where: str) -> DialectSpec:

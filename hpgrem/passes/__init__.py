@@ -129,36 +129,51 @@ PassOptions = Mapping[str, Mapping[str, object]]
 """Option values by pass name, then by option name."""
 
 
+def passes_table() -> dict[str, str | type]:
+    """Every optimizing pass by name, in the order `-O2` runs them: the manager's own, then
+    those the dialects' records bring (a plug-in's: hpgrem/ir/dialects.py)."""
+    from hpgrem.ir.dialects import DIALECTS
+    return {**PASS_TABLE, **{name: cls for d in DIALECTS.values() for name, cls in d.passes}}
+
+
+def analyses_table() -> dict[str, str | type]:
+    """Every analysis by name: the manager's own, then the dialects' records'."""
+    from hpgrem.ir.dialects import DIALECTS
+    return {**ANALYSIS_TABLE, **{name: cls for d in DIALECTS.values() for name, cls in d.analyses}}
+
+
 def level(opt: int) -> tuple[str, ...]:
-    """The optimizing passes of `-O<opt>`."""
-    return LEVELS[max(0, min(opt, 2))]
+    """The optimizing passes of `-O<opt>`: at `-O2`, the dialects' records' passes too (each
+    runs on modules of its own dialects only)."""
+    if opt < 2:
+        return LEVELS[max(0, opt)]
+    return LEVELS[2] + tuple(n for n in passes_table() if n not in PASS_TABLE and n not in LOWERINGS)
 
 
 def register_pass(name: str, cls: str | type, *, analysis: bool = False) -> None:
     """Add the pass (or, with `analysis`, the analysis) `cls` (a class, or "module:Class"
-    imported when first needed) under `name`: a dialect from outside the project registers its
-    passes so. A new optimizing pass runs at `-O2` (on modules of its dialects only)."""
+    imported when first needed) under `name`, run when named (`--passes`), at no level: a
+    dialect's passes that `-O2` should run are named in its record (hpgrem/ir/dialects.py)."""
     if not isinstance(cls, (str, type)):
         raise TypeError("register_pass takes a class or 'module:Class'")
-    if name in PASS_TABLE or name in ANALYSIS_TABLE or name == owner_of(STAMP):
+    if name in passes_table() or name in analyses_table() or name == owner_of(STAMP):
         raise ValueError(f"a pass named {name!r} is already registered")
     (ANALYSIS_TABLE if analysis else PASS_TABLE)[name] = cls
-    if not analysis:
-        LEVELS[2] += (name,)
 
 
 def is_pass(name: str) -> bool:
     """Is `name` an optimizing pass or analysis? A name the tables lack may be a plug-in's
     (HPGREM_PLUGINS, hpgrem/ir/dialects.py), loaded first."""
-    if name not in PASS_TABLE and name not in ANALYSIS_TABLE:
+    if name not in passes_table() and name not in analyses_table():
         from hpgrem.ir.dialects import load_plugins
         load_plugins()
-    return name in PASS_TABLE or name in ANALYSIS_TABLE
+    return name in passes_table() or name in analyses_table()
 
 
 def pass_class(name: str) -> type:
     """The class of the optimizing pass or analysis `name` (KeyError if there is none)."""
-    entry = PASS_TABLE[name] if name in PASS_TABLE else ANALYSIS_TABLE[name]
+    passes = passes_table()
+    entry = passes[name] if name in passes else analyses_table()[name]
     if isinstance(entry, type):
         return entry
     module_name, cls = entry.split(":")
@@ -223,7 +238,7 @@ def _value(text: str, raw: str, kind: type, opt: Option) -> object:
 def options_help() -> list[str]:
     """One line per option of every pass and analysis (`hpgrem ir --help`)."""
     lines = []
-    for name in (*PASS_TABLE, *ANALYSIS_TABLE):
+    for name in (*passes_table(), *analyses_table()):
         for key, (kind, default, opt) in declared_options(name).items():
             lines.append(f"  {name}.{key}={kind.__name__.upper()} (default {default}): {opt.help}")
     return lines
@@ -273,6 +288,7 @@ def _run(p: Pass, module: Module, current: set[str]) -> Module:
     written to it."""
     from hpgrem.ir.rewrite import active_log
 
+    analyses = analyses_table()
     log = active_log()
     if log is None:
         out = p.apply(module)
@@ -280,9 +296,9 @@ def _run(p: Pass, module: Module, current: set[str]) -> Module:
         log.pass_name = p.name
         mark = len(log.entries)
         out = p.apply(module)
-        if p.name not in ANALYSIS_TABLE and out is not module:
+        if p.name not in analyses and out is not module:
             _log_changes(log, mark, p, module, out)
-    if p.name in ANALYSIS_TABLE:
+    if p.name in analyses:
         current.add(p.name)
     if out is module:
         return module
@@ -292,7 +308,7 @@ def _run(p: Pass, module: Module, current: set[str]) -> Module:
     if out.entry is module.entry and out.rules.keys() == module.rules.keys() \
             and all(out.rules[k] is r for k, r in module.rules.items()):
         return out  # the rules are as they were: every analysis's notes stay true
-    invalidated = set(ANALYSIS_TABLE) - set(getattr(p, "preserves", ())) - {p.name}
+    invalidated = set(analyses) - set(getattr(p, "preserves", ())) - {p.name}
     current -= invalidated
     return _forget(out, invalidated, getattr(p, "dialects", None))
 
@@ -362,7 +378,7 @@ def fingerprint(rule) -> str:
 
 def _stamped(name: str) -> bool:
     """Is the note `name` one the manager stamps (a pass's, not an analysis's nor the stamp)?"""
-    return name != STAMP and owner_of(name) not in ANALYSIS_TABLE
+    return name != STAMP and owner_of(name) not in analyses_table()
 
 
 def stale_notes(module: Module) -> list[tuple[str, str]]:
