@@ -691,3 +691,34 @@ def test_a_shared_structure_built_in_a_branch_is_built_again_after_it(opt):
         q = source[source.index(f"def {RuleCompiler(dag).proc_names['q/2']}("):]
         q = q[:q.index("return None")]
         assert q.count("Struct(K") == 3  # N + 1 in the branch and again after it, f(X, N + 1)
+
+
+def _tensor_chain(n: int):
+    """A tensor step whose logits are doubled n times, each `add` reading the one before twice."""
+    from hpgrem.ir.tensor.build import GraphBuilder
+
+    b = GraphBuilder()
+    w = b.param("w", (4, 5), "float32")
+    x = b.op("matmul", b.input("x", (2, 3, 4), "float32"), w)
+    targets = b.input("targets", (2, 3), "int64")
+    for _ in range(n):
+        x = b.op("add", x, x)
+    b.op_parts("cross_entropy", x, targets, names=("loss",), name="cross_entropy")
+    return b.module("chain", outputs=("loss",))
+
+
+def test_a_tensor_chain_stays_linear_through_autodiff_and_data_parallel():
+    """The tensor dialect names each value once (a flat SSA list): the gradient of a chain of
+    n shared values, and its data-parallel lowering (plain and ZeRO-2), grow by a constant per
+    link, not per path."""
+    from backend.layout import Layout
+    from backend.tensor.layout import lower
+    from hpgrem.passes import run_passes
+
+    sizes = {}
+    for n in (8, 16):
+        step = run_passes(_tensor_chain(n), ["tensor-autodiff"], analyses=False)
+        lowered = [lower(step, Layout(dp=2, zero=z)).stages[0] for z in (0, 2)]
+        sizes[n] = [len(next(iter(m.rules.values())).values) for m in (step, *lowered)]
+    for small, big in zip(sizes[8], sizes[16]):
+        assert big - small <= 2 * 8, sizes  # two values a link at most: the add and its gradient
