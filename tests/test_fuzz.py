@@ -768,7 +768,9 @@ def test_in_process_runs_match_the_command(ext, compiled, tmp_path):
             path.write_text(hpg_text(doc, mutations))
         else:
             path.write_text(apply_text_mutations((ROOT / program).read_text(), ext, mutations))
-        args = ["run", str(path), *RUN_LIMITS]
+        # --max-steps stops a mutant that loops; the time limit only guards against a hang (a
+        # subprocess on a loaded machine may take seconds to start, which --timeout counts)
+        args = ["run", str(path), "--max-steps", "20000", "--timeout", "20"]
         status, stdout, stderr, _ = run_cli(args)
         r = subprocess.run([sys.executable, "-m", "hpgrem.driver.cli", *args], capture_output=True, cwd=ROOT,
                            timeout=WATCHDOG_S)
