@@ -65,11 +65,7 @@ def step_on_ranks(pe, transport, comm) -> float:
     outcome, busy = _until_outcome(pe, transport, [], None)
     if outcome == ("done",):
         if me == 0:
-            transport.halt_all(outcome)
-            missing = _await_acknowledgements(transport, _give_up_at(pe.deadline))
-            if missing:
-                _tell_to_leave(transport, outcome)
-                raise _abandon(outcome, f"{_ranks(missing)} {'does' if len(missing) == 1 else 'do'} not answer")
+            _halt_everyone(transport, outcome, _give_up_at(pe.deadline))
         else:
             transport.acknowledge_halt()
         if not comm.allreduce(len(pe.suspended)):
@@ -130,6 +126,16 @@ def _until_outcome(pe, transport, outputs: list, watchdog) -> tuple[tuple, float
     return outcome, busy
 
 
+def _halt_everyone(transport, outcome, give_up: float) -> None:
+    """Rank 0 tells every rank how the run ended and waits for their acknowledgements; a rank
+    that does not answer by `give_up` ends the job (RankAbandoned)."""
+    transport.halt_all(outcome)
+    missing = _await_acknowledgements(transport, give_up)
+    if missing:
+        _tell_to_leave(transport, outcome)
+        raise _abandon(outcome, f"{_ranks(missing)} {'does' if len(missing) == 1 else 'do'} not answer")
+
+
 def _end(pe, transport, comm, outcome, busy: float, began: float, halted: bool = False):
     """However the run ended, every rank learns it (rank 0's HALT, acknowledged), the ranks
     part and gather their reports; rank 0 returns or raises, the others raise RankExit."""
@@ -137,11 +143,7 @@ def _end(pe, transport, comm, outcome, busy: float, began: float, halted: bool =
     give_up = _give_up_at(pe.deadline)
     if me == 0:
         if not halted:
-            transport.halt_all(outcome)
-            missing = _await_acknowledgements(transport, give_up)
-            if missing:
-                _tell_to_leave(transport, outcome)
-                raise _abandon(outcome, f"{_ranks(missing)} {'does' if len(missing) == 1 else 'do'} not answer")
+            _halt_everyone(transport, outcome, give_up)
     else:
         if not halted:
             transport.acknowledge_halt()

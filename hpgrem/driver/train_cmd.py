@@ -311,8 +311,9 @@ def _step_feeds(path: str, graph, np) -> dict:
     except (ValueError, OSError, EOFError) as e:  # not an .npz, truncated, or an object array
         raise UsageError(f"{path}: not a numpy .npz of arrays ({e})") from None
     wanted = {v.name: v for v in (*graph.persistent, *graph.inputs)}
-    for name in sorted(given.keys() - wanted.keys()):
-        raise UsageError(f"{path}: {name!r} is not a parameter, state or input of the step")
+    extra = sorted(given.keys() - wanted.keys())
+    if extra:
+        raise UsageError(f"{path}: {extra[0]!r} is not a parameter, state or input of the step")
     feeds = {}
     for name, v in wanted.items():
         if name not in given:

@@ -148,13 +148,14 @@ def record(name: str) -> Dialect:
 
 def of_extension(ext: str) -> Dialect | None:
     """The dialect whose source files have the extension `ext` (plug-ins loaded if need be)."""
-    for attempt in range(2):
-        for d in DIALECTS.values():
-            if ext in d.extensions:
-                return d
-        if attempt == 0:
-            load_plugins()
-    return None
+    def find() -> Dialect | None:
+        return next((d for d in DIALECTS.values() if ext in d.extensions), None)
+
+    found = find()
+    if found is None:
+        load_plugins()
+        found = find()
+    return found
 
 
 PLUGINS = "HPGREM_PLUGINS"

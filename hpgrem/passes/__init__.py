@@ -164,10 +164,14 @@ def register_pass(name: str, cls: str | type, *, analysis: bool = False) -> None
 def is_pass(name: str) -> bool:
     """Is `name` an optimizing pass or analysis? A name the tables lack may be a plug-in's
     (HPGREM_PLUGINS, hpgrem/ir/dialects.py), loaded first."""
-    if name not in passes_table() and name not in analyses_table():
-        from hpgrem.ir.dialects import load_plugins
-        load_plugins()
-    return name in passes_table() or name in analyses_table()
+    def known() -> bool:
+        return name in passes_table() or name in analyses_table()
+
+    if known():
+        return True
+    from hpgrem.ir.dialects import load_plugins
+    load_plugins()
+    return known()
 
 
 def pass_class(name: str) -> type:
@@ -376,18 +380,19 @@ def fingerprint(rule) -> str:
     return fold(rule, digest).hex()
 
 
-def _stamped(name: str) -> bool:
-    """Is the note `name` one the manager stamps (a pass's, not an analysis's nor the stamp)?"""
-    return name != STAMP and owner_of(name) not in analyses_table()
+def _stamped(name: str, analyses) -> bool:
+    """Is the note `name` one the manager stamps (a pass's, not one of `analyses`' nor the stamp)?"""
+    return name != STAMP and owner_of(name) not in analyses
 
 
 def stale_notes(module: Module) -> list[tuple[str, str]]:
     """The (rule key, note) pairs of `module` whose stamp is missing or not the rule's
     fingerprint now: notes that may describe another rule. None, after `run_passes`."""
+    analyses = analyses_table()
     out = []
     for key, notes in module.annotations.items():
         rule = module.rules.get(key)
-        names = [n for n in notes if _stamped(n)]
+        names = [n for n in notes if _stamped(n, analyses)]
         if rule is None or not names:
             continue
         stamp = notes.get(STAMP)
@@ -400,9 +405,10 @@ def drop_stale_notes(module: Module) -> Module:
     """`module` without its `stale_notes` (and the stamps left with no note beside them): what
     a pass recorded of a rule is trusted only for the rule it was stamped with (a `.hpg` file
     may have been edited since)."""
+    analyses = analyses_table()
     stale = stale_notes(module)
     orphans = [key for key, notes in module.annotations.items()
-               if STAMP in notes and not any(_stamped(n) for n in notes)]
+               if STAMP in notes and not any(_stamped(n, analyses) for n in notes)]
     if not stale and not orphans:
         return module
     gone: dict[str, set[str]] = {}
@@ -411,7 +417,7 @@ def drop_stale_notes(module: Module) -> Module:
     notes = {}
     for key, values in module.annotations.items():
         kept = {n: v for n, v in values.items() if n not in gone.get(key, ())}
-        if STAMP in kept and not any(_stamped(n) for n in kept):
+        if STAMP in kept and not any(_stamped(n, analyses) for n in kept):
             del kept[STAMP]
         if kept:
             notes[key] = kept
@@ -424,6 +430,7 @@ def _restamp(p: Pass, before: Module, after: Module) -> Module:
     those `p` preserves; the notes `p` wrote are stamped with the rule they describe. The
     fingerprints of rules `p` kept (the same objects, stamped) are not computed again."""
     keep = {p.name, *getattr(p, "preserves", ())}
+    analyses = analyses_table()
     changed: dict[str, dict[str, object]] = {}
     for key, notes in after.annotations.items():
         rule = after.rules.get(key)
@@ -432,7 +439,7 @@ def _restamp(p: Pass, before: Module, after: Module) -> Module:
         stamp = notes.get(STAMP)
         if stamp is not None and before.rules.get(key) is rule:
             continue  # the rule it was stamped with (stamps are checked on the way in)
-        if not any(_stamped(n) for n in notes):
+        if not any(_stamped(n, analyses) for n in notes):
             if stamp is not None:  # its notes went (a pass's notes of a removed rule)
                 changed[key] = {n: v for n, v in notes.items() if n != STAMP}
             continue
@@ -442,8 +449,8 @@ def _restamp(p: Pass, before: Module, after: Module) -> Module:
         if stamp is None:  # notes `p` wrote now (any other pass's notes are stamped)
             changed[key] = {**notes, STAMP: now}
             continue
-        kept = {n: v for n, v in notes.items() if n != STAMP and (not _stamped(n) or owner_of(n) in keep)}
-        if any(_stamped(n) for n in kept):
+        kept = {n: v for n, v in notes.items() if n != STAMP and (not _stamped(n, analyses) or owner_of(n) in keep)}
+        if any(_stamped(n, analyses) for n in kept):
             kept[STAMP] = now
         changed[key] = kept
     if not changed:

@@ -564,21 +564,24 @@ class TensorRuntime:
             if task.order == 0 and replica.clock.pipeline_start < 0:
                 replica.clock.pipeline_start = now()
 
+        def flush() -> None:
+            """The bubble's flush: the first time, the stage's clock now."""
+            if not replica.clock.flushed:
+                replica.clock.flushed = True
+                replica.clock.pipeline_end = now()
+
         def scheduled(task: TensorTask) -> None:
             """A pipeline stage's task runs: the bubble's flush is when the first task of an
             action that is neither a forward nor a backward runs (or the last task has run)."""
-            clock = replica.clock
             kind = task.action.kind
-            if kind in COMPUTE and kind not in ("forward", "backward") and not clock.flushed:
-                clock.flushed = True
-                clock.pipeline_end = now()
+            if kind in COMPUTE and kind not in ("forward", "backward"):
+                flush()
 
         def turn_done(task: TensorTask) -> None:
             """A pipeline stage's task has run: the next in its schedule may."""
             if task.order >= 0:
-                if task.order == len(replica.turns) - 1 and not replica.clock.flushed:
-                    replica.clock.flushed = True
-                    replica.clock.pipeline_end = now()
+                if task.order == len(replica.turns) - 1:
+                    flush()
                 pe.bind(replica.turns[task.order], True)
 
         @declare("tensor op", 1, OP_COST, key="tensor-op")
@@ -634,9 +637,10 @@ class TensorRuntime:
         collective = self._collective(replica, pe, per_flop, scheduled, turn_done)
 
         plan = self.plan
+        made_by_readers = set(lazy.values())  # lazy kernels have no task: their readers run them
         replica.tasks = [CollectiveTask(collective, s, plan.priority(i)) if type(s) is Bucket
                          else OpTask(op, (s,), plan.priority(i))
-                         for i, s in enumerate(plan.steps) if i not in lazy.values()]
+                         for i, s in enumerate(plan.steps) if i not in made_by_readers]
         steps = self.steps[pe.number] = {"tensor-op": op, "tensor-collective": collective,
                                          "tensor-main": self._main(replica)}
         if self.program is not None:
