@@ -209,6 +209,10 @@ def test_real_fmt_other_formats():
     assert gen12(1e-7) == "1E~7" and gen12(123456789012345.0) == "1.23456789012E14"
     assert fmt((2, (1, 3)))(31415.9265) == "3.14E4" and fmt((2, (1, 3)))(0.000012345) == "0.0000123"
     assert fmt((2, (1, 3)))(1000.0) == "1E3" and fmt((2, (1, 3)))(100.0) == "100.0"
+    # dtoa's exact small-integer path keeps the zeros of a tie rounded down to even (Poly/ML 5.9)
+    gen3, gen2 = fmt((2, (1, 3))), fmt((2, (1, 2)))
+    assert gen3(28050.0) == "2.80E4" and gen3(2805000.0) == "2.80E6" and gen2(205.0) == "2.0E2"
+    assert gen3(28040.0) == "2.8E4" and gen3(28150.0) == "2.82E4" and gen3(2.805) == "2.81"
     assert exact(3.14159265) == "0.314159265E1" and exact(1e22) == "0.1E23" and exact(0.1) == "0.1"
     assert exact(100.0) == "0.1E3" and exact(0.00123) == "0.123E~2" and exact(5e-324) == "0.5E~323"
     assert exact(-0.0) == "~0.0" and exact(-math.inf) == "~inf" and exact(-math.nan) == "nan"

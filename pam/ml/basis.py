@@ -286,11 +286,28 @@ def _sci(ndigs: int, x: float) -> str:
     return "~" + numb if math.copysign(1.0, x) < 0 else numb
 
 
+def _tie_kept_zeros(x: float, ndigs: int) -> str | None:
+    """dtoa mode 2's one quirk: an integral |x| < 1e15 whose rounding to `ndigs` (<= 14) digits
+    is an exact tie, rounded down to even, defeats dtoa's floating-point fast path; its exact
+    small-integer path then stops at the last digit without removing trailing zeros
+    (28050.0 to 3 digits is "280", so GEN gives 2.80E4). None where the quirk does not apply."""
+    if ndigs > 14 or not x.is_integer() or abs(x) >= 1e15:
+        return None
+    m = abs(int(x))
+    scale = 10 ** (len(str(m)) - ndigs)
+    if scale <= 1 or 2 * (m % scale) != scale or (m // scale) % 2:
+        return None
+    return str(m // scale)
+
+
 def _gen(ndigs: int, x: float) -> str:
     s = _special(x)
     if s is not None:
         return s
     digits, exp = _digits(x, ndigs)
+    kept = _tie_kept_zeros(x, ndigs)
+    if kept is not None:
+        digits = kept
     n = len(digits)
     if exp > ndigs or exp < -5:
         numb = (digits if n == 1 else digits[0] + "." + digits[1:]) + "E" + int_to_string(exp - 1)
