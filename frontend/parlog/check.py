@@ -170,14 +170,16 @@ def _check_clause(rel: Relation, clause: Clause, visible: dict[str, str], diagno
                                                       f"before it); a guard must not bind the call's variables"))
                 continue
         if g.target == "=/2":
+            # One-way matching of call terms against a pattern; the pattern may mix the call's
+            # variables (equality tests) with new ones, `_` included (each a new variable).
             left, right = g.args
-            lv = {v.index for v in term_vars(left)}
-            rv = {v.index for v in term_vars(right)}
-            if rv <= known and lv <= known:
+            left_new = bool(_var_indices(left) - known)
+            right_new = bool(_var_indices(right) - known)
+            if not left_new and not right_new:
                 g = replace(g, target="==/2")
-            elif lv <= known and not (rv & known):
+            elif not left_new:
                 pass  # match `left` (call terms) against the pattern `right`
-            elif rv <= known and not (lv & known):
+            elif not right_new:
                 g = replace(g, args=(right, left))
             else:
                 diagnostics.append(Diagnostic(g.span, "guard unification with new variables on both sides "
@@ -211,6 +213,21 @@ def _check_deep_guard(guard: tuple[Call, ...], call_vars: set[int], modes: dict[
             diagnostics.append(Diagnostic(g.span, f"this guard can only succeed by binding {name}, a variable "
                                                   f"of the call (var({name}) holds before it); a guard must "
                                                   f"not bind the call's variables"))
+
+
+def _var_indices(term) -> set[int]:
+    """The numbers of every variable in `term`, each `_` (a variable of its own) included."""
+    found: set[int] = set()
+    looked: set[int] = set()  # structures looked into (a shared one once)
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, Var):
+            found.add(t.index)
+        elif isinstance(t, Struct) and id(t) not in looked:
+            looked.add(id(t))
+            stack.extend(t.args)
+    return found
 
 
 def _as_struct(call: Call) -> Struct:
