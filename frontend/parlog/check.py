@@ -161,6 +161,12 @@ def _check_clause(rel: Relation, clause: Clause, visible: dict[str, str], diagno
         gvars = {v.index for v in term_vars(_as_struct(g))}
         if g.target == "var/1" and isinstance(g.args[0], Var) and g.args[0].index in known:
             unbound_tested[g.args[0].index] = g.args[0].name
+        elif g.target == "is/2" and isinstance(g.args[0], Var) and g.args[0].index in unbound_tested:
+            name = g.args[0].name
+            diagnostics.append(Diagnostic(g.span, f"this guard can only succeed by binding {name}, a variable "
+                                                  f"of the call (var({name}) holds before it); a guard must "
+                                                  f"not bind the call's variables"))
+            continue
         elif g.target in ("=/2", "==/2"):
             sides = [a for a in g.args if isinstance(a, Var) and a.index in unbound_tested]
             others = [a for a in g.args if not (isinstance(a, Var) and a.index in unbound_tested)]

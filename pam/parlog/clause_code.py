@@ -248,6 +248,8 @@ class ClauseCode:
             e("    break")
             if key != "data/1":
                 e(f"if {TYPE_TESTS[key].format(x=x)}: break")
+        elif key == "is/2":
+            self.guard_is(g)
         elif key == "var/1":
             x = self.temp()
             e(f"{x} = {self.build(g.args[0])}")
@@ -255,6 +257,38 @@ class ClauseCode:
             e(f"if type({x}) is not Var: break")
         else:  # the front end admits nothing else in a guard
             raise AssertionError(f"unexpected guard {key}")
+
+    def guard_is(self, g: Call) -> None:
+        """`X is E` as a flat guard test (KL1's `:=` in a guard): E's value, suspending while an
+        operand is unbound; a new X names it, a known X must equal it (a call variable still
+        unbound suspends: a guard binds nothing of the call)."""
+        e = self.e
+        lhs, expr = g.args
+        y = self.temp()
+        fast = self.int_arith([expr])
+        if fast is not None:
+            (value,), check = fast
+            e(f"if {check}: {y} = {value}")
+            e("else:")
+            e.indent()
+        self.code.close_hole()
+        e(f"{y} = GUARD_VALUE({self.build(expr)}, {self.rc.site(g.span)})")
+        e(f"if type({y}) is Var:")
+        e(f"    s = susp1(s, {y})")
+        e("    break")
+        if fast is not None:
+            e.dedent()
+        if self.is_new(lhs):
+            e(f"v{lhs.index} = {y}")
+            self.bound.add(lhs.index)
+            return
+        x = self.temp()
+        e(f"{x} = {self.build(lhs)}")
+        e(f"if type({x}) is Var: {x} = deref({x})")
+        e(f"if type({x}) is Var:")
+        e(f"    s = susp1(s, {x})")
+        e("    break")
+        e(f"if type({x}) is not type({y}) or {x} != {y}: break")
 
     def generic_comparison(self, g: Call) -> None:
         e = self.e

@@ -40,6 +40,8 @@ from hpgrem.ir.parlog import Struct as IRStruct
 from hpgrem.ir.parlog import Var as IRVar
 from hpgrem.ir.parlog import Atom, Float, Int
 from pam.errors import ProgramFailure
+from pam.parlog.arith import ArithError, evaluate
+from pam.parlog.write import write_term
 from pam.parlog.goal import Goal
 from pam.pe import SLICE
 from pam.step import WaitAll, declare
@@ -47,6 +49,15 @@ from pam.task import AndGroup, Task
 from pam.terms import Cons, Struct, Var, deref, from_list, mkatom, to_list
 
 GUARD_OK, GUARD_WAITS, FAILED = mkatom("$guard_ok"), mkatom("$guard_waits"), mkatom("failed")
+
+
+def guard_value(expr, site):
+    """The value of a flat guard's `X is Expr` (pam/parlog/clause_code.py `guard_is`), or the
+    unbound variable it waits for; an arithmetic error fails the program, as in a body."""
+    try:
+        return evaluate(expr)
+    except ArithError as e:
+        raise ProgramFailure(f"arithmetic error: {e}", "_ is " + write_term(expr), site) from None
 
 
 @dataclass(frozen=True, slots=True, eq=False)

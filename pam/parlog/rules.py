@@ -26,7 +26,7 @@ from pam.costs import DEFAULT
 from pam.emit import Emitter
 from pam.errors import ProgramFailure
 from pam.parlog.goal import Goal, GoalKind
-from pam.parlog.guards import Guards
+from pam.parlog.guards import Guards, guard_value
 from pam.parlog.subcomp import Subcomputations
 from pam.parlog.notes import COST, EXPORTABLE
 from pam.twins import traced_twin
@@ -150,7 +150,7 @@ class RuleCompiler:
         for name in ("Var", "Struct", "Cons", "Goal", "Seq", "Placed", "declare", "deref", "match_eq", "from_list",
                      "put", "wake", "spawn", "park_new", "push", "susp1", "fail_goal", "fail_output",
                      "arith_test", "INLINE", "PROCS", "CONSTS", "METER", "ST", "PRIMITIVE_COST", "new_cell",
-                     "RUN", "SOLO", "SPARE", "GUARD", "GDONE", "SEARCHES", *(("TR", "TB", "TE", "TK", "TL") if self.tracing else ())):
+                     "RUN", "SOLO", "SPARE", "GUARD", "GDONE", "GUARD_VALUE", "SEARCHES", *(("TR", "TB", "TE", "TK", "TL") if self.tracing else ())):
             e(f"{name} = RT['{name}']")
         e("globals().update(CONSTS)")
         for key, rel in self.module.rules.items():
@@ -290,6 +290,7 @@ def load(module: Module, pe, rc: RuleCompiler | None = None) -> dict:
         # schedule (pam/parlog/clause_code.py): a goal run in its caller's step that suspends is parked;
         # an exportable one runs there only on one PE or below the lift threshold
         "RUN": run_here, "SOLO": pe.net is None, "GUARD": guards.guard, "GDONE": guards.done,
+        "GUARD_VALUE": guard_value,
         "SEARCHES": search.load(rc.searches, pe),
         "SPARE": GoalKind(getattr(getattr(pe.net.transport, "sim", None), "costs", DEFAULT)).spare
         if pe.net is not None else None,

@@ -352,7 +352,8 @@ def relation_key(name: str, arity: int) -> str:
 
 
 def deep_guard(guard: tuple[Call, ...]) -> bool:
-    """Whether a guard is deep (spec/parlog.md, "Deep guards"): it does more than the tests and
-    matching `=` that clause code runs inline, so it runs as a local computation of its clause."""
-    from hpgrem.ir.parlog.primitives import TESTS
-    return any(g.target not in TESTS and g.target != "=/2" for g in guard)
+    """Whether a guard is deep (spec/parlog.md, "Deep guards"): it does more than the tests,
+    matching `=` and arithmetic `is` that clause code runs inline, so it runs as a local
+    computation of its clause."""
+    from hpgrem.ir.parlog.primitives import FLAT_GUARD
+    return any(g.target not in FLAT_GUARD for g in guard)

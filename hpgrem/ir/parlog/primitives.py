@@ -21,6 +21,10 @@ NOT_YET = frozenset({"set/3", "subset/3"})
 
 PRIMITIVES = TESTS | BODY
 
+# What a flat guard may hold, run inline by clause code: the tests, matching `=` and arithmetic
+# `is` on bound operands (KL1's `:=` in a guard); anything else makes a guard deep.
+FLAT_GUARD = TESTS | frozenset({"=/2", "is/2"})
+
 # What an all-solutions relation may call besides all-solutions relations: the pure primitives
 # (`\=` only there: a search can undo the bindings a trial unification made).
 SEARCH_PRIMITIVES = TESTS | frozenset({
