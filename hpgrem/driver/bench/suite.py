@@ -68,11 +68,19 @@ def bench_nrev30(opt: int) -> list[Row]:
     return [Row("nrev30", "lips", lips, "LIPS", "SWI-Prolog" if peer else None, peer and peer["value"])]
 
 
-def _timed(name: str, file: str, peer_name: str, opt: int) -> list[Row]:
+def _timed(name: str, file: str, peer_name: str | None, opt: int) -> list[Row]:
     seconds, reductions, _ = _run_parlog(HERE / "parlog" / file, opt)
-    peer = _swipl(peer_name)
+    peer = _swipl(peer_name) if peer_name else None
     return [Row(name, "time", seconds, "s", "SWI-Prolog" if peer else None, peer and peer["value"]),
             Row(name, "reductions_per_s", reductions / seconds, "reductions/s")]
+
+
+def _timed_kl1(name: str, file: str, peer_name: str | None, opt: int) -> list[Row]:
+    """A committed-choice benchmark in the style of the KL1 suites (benchmarks/parlog/): the rows
+    of `_timed` (no peer when `peer_name` is None) and the cost of one reduction, the figure to
+    compare before and after an optimisation."""
+    rows = _timed(name, file, peer_name, opt)
+    return [*rows, Row(name, "cost_per_reduction", 1e6 / rows[1].value, "us")]
 
 
 def _run_ml(path: Path, opt: int, pes: int = 1, topology: str | None = None,
@@ -258,6 +266,11 @@ BENCHMARKS: dict[str, Callable[[int], list[Row]]] = {
     "queens8": lambda opt: _timed("queens8", "queens.par", "queens", opt),
     "primes": lambda opt: _timed("primes", "primes.par", "primes", opt),
     "allqueens8": lambda opt: _timed("allqueens8", "allqueens.par", "allqueens", opt),  # set/3 vs findall/3
+    "sieve120k": lambda opt: _timed_kl1("sieve120k", "sieve.par", "sieve", opt),
+    "pascal": lambda opt: _timed_kl1("pascal", "pascal.par", "pascal", opt),
+    "mastermind": lambda opt: _timed_kl1("mastermind", "mastermind.par", "mastermind", opt),  # `is` in guards
+    "mastermind_body": lambda opt: _timed_kl1("mastermind_body", "mastermind_body.par", "mastermind", opt),
+    "life": lambda opt: _timed_kl1("life", "life.par", None, opt),
     "fib25": lambda opt: bench_ml("fib25", opt),
     "tak": lambda opt: bench_ml("tak", opt),
     "nqueens8": lambda opt: bench_ml("nqueens8", opt),
