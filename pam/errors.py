@@ -35,7 +35,11 @@ class LimitExceeded(MachineStop):
 
 
 class Halt(MachineStop):
-    """The program called `halt` (exit 0)."""
+    """The program called `halt/0` (exit 0) or `halt/1` (exit `status`)."""
+
+    def __init__(self, status: int = 0):
+        super().__init__(f"halt({status})")
+        self.status = status
 
 
 class RankExit(MachineStop):

@@ -7,6 +7,14 @@ its kind says it resumes first. Woken tasks go to the front. A back that has not
 FAIR reductions turns the queue round, so that no task waits for ever. Everything is iterative: no step
 recurses in Python. The loop knows tasks only through the step protocol (pam/step.py) and the
 `Task` class; it names no dialect.
+
+Priorities (`Goal @ priority(N)`, `Goal @ lower_priority`; docs/distribution.md, "Priorities"):
+a PE that meets its first prioritised task gets a ready queue per level (`levels`), and runs a
+task of a lower level only when no task of a higher one is ready. The queue the loop runs,
+`ready`, stays the same deque object throughout (compiled code holds its `append`): it always
+holds the tasks of the current level (`level`, the running task's), and a switch of level moves
+contents between it and `levels`. So a goal a task spawns is of its parent's level without
+being told, and a PE that never meets a priority runs exactly as before.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from collections import deque
 from pam.distribution import RemoteReader
 from pam.errors import LimitExceeded, ProgramFailure
 from pam.limits import Deadline
-from pam.ready import PriorityReady
+from pam.ready import DEFAULT_PRIORITY, PriorityReady, priority_level
 from pam.stats import PEStats
 from pam.step import WaitAll
 from pam.task import AndGroup, Placed, Seq, Task
@@ -33,6 +41,7 @@ SLICE = 200
 # back meanwhile runs as before.
 FAIR = 10 * SLICE
 DEADLOCK_REPORT_LIMIT = 20
+NEVER = -(1 << 62)  # `fair_at` with priorities: the loop asks `_next_task` at every pick
 
 
 class PE:
@@ -73,6 +82,13 @@ class PE:
         self.running: Task | None = None  # the task the loop runs now (None outside the loop)
         self.fair_at = FAIR  # the step count of the next look at the back of the queue
         self.back: Task | None = None  # the task at the back at the last look
+        # Priorities (the module's docstring): None until the first task of a level other than
+        # DEFAULT_PRIORITY; then the ready tasks of the other levels, by level (never empty).
+        self.levels: dict[int, deque] | None = None
+        self.level = DEFAULT_PRIORITY  # that of the tasks in `ready` and of the running task
+        self.fair_due = FAIR  # with priorities: the step count of the next look at the back
+        self.preempt = False  # a task of a higher level became ready while a task ran
+        self.home_suspended = self.suspended  # a deep guard's run puts a table of its own there
 
     # -- variables --------------------------------------------------------------------------
     def new_var(self, owner: int) -> Var:
@@ -95,6 +111,9 @@ class PE:
         var.susp = None
         if type(waiting) is not list:
             self.net.proxy_bound(var, waiting)
+        if self.levels is not None:
+            self._wake_levels(waiting, var)
+            return
         push = self.ready.append
         suspended = self.suspended
         n = 0
@@ -112,6 +131,27 @@ class PE:
                 del suspended[t]
                 push(t)
                 n += 1
+        self.stats.resumptions += n
+
+    def _wake_levels(self, waiting: list, var: Var) -> None:
+        """`wake` with priorities: each task goes back to the level it was parked at."""
+        suspended = self.suspended
+        n = 0
+        for t in waiting:
+            if type(t) is RemoteReader:
+                t.send_value(var)
+                continue
+            if t.waits is None:
+                if type(t) is not WaitAll or self._still_waits(t, var):
+                    continue
+                t = t.task
+            t.waits = None
+            level = suspended.pop(t)
+            if level is None or level == self.level:
+                self.ready.append(t)
+            else:
+                self.enqueue(t, level)
+            n += 1
         self.stats.resumptions += n
 
     def bind(self, var: Var, value) -> None:
@@ -162,7 +202,7 @@ class PE:
         wait.task = task
         for v in wait.variables:
             self.park_on(v, wait)
-        self.suspended[task] = None
+        self.suspended[task] = self.level  # the level it wakes at (`wake`)
 
     def park_on(self, v: Var, waiter) -> None:
         """Put `waiter` (a task, or a WaitAll) in the suspension list of the unbound `v`; a
@@ -189,7 +229,7 @@ class PE:
                     self.net.fetch(v, s)
                 if not s or s[-1] is not task:
                     s.append(task)
-        self.suspended[task] = None
+        self.suspended[task] = self.level  # the level it wakes at (`wake`)
 
     # -- `&` groups ---------------------------------------------------------------------------
     def start(self, plan, group) -> int:
@@ -218,6 +258,8 @@ class PE:
         n = self.start(plan, g)
         if g is not None:
             g.count += n
+        if self.preempt:
+            self._preempt()
 
     def finish(self, group) -> None:
         """A member of `group` terminated."""
@@ -228,6 +270,8 @@ class PE:
             if group.later:
                 part = group.later.pop(0)
                 group.count = self.start(part, group)
+                if self.preempt:
+                    self._preempt()
                 return
             if group.home is not None:  # a group exported to this PE: tell the exporter
                 self.net.group_finished(group)
@@ -236,7 +280,91 @@ class PE:
 
     # -- the reduction loop -------------------------------------------------------------------
     def push(self, task: Task) -> None:
+        """Make `task` ready at the current level."""
         self.ready.append(task)
+
+    def enqueue(self, task: Task, level: int) -> None:
+        """Make `task` ready at priority `level` (pam.ready: the larger is the more urgent). In a
+        deep guard's run (which has a queue and a table of its own) it stays in the run's queue."""
+        if level == self.level or self.suspended is not self.home_suspended:
+            self.ready.append(task)
+            return
+        levels = self.levels
+        if levels is None:
+            levels = self._enter_levels()
+        if self.running is None:
+            # between batches `ready` holds the most urgent level that has a ready task
+            if level > self.level or not self.ready:
+                self._switch(level)
+                self.ready.append(task)
+                return
+        elif level > self.level:
+            self.preempt = True  # the running task's spawn ends the batch (`_preempt`)
+        held = levels.get(level)
+        if held is None:
+            levels[level] = deque((task,))
+        else:
+            held.append(task)
+
+    def _enter_levels(self) -> dict:
+        """The first task of a level other than the default: from now on the loop picks every
+        task through `_next_task`, which runs the most urgent level."""
+        self.levels = {}
+        self.fair_due = self.fair_at
+        self.fair_at = NEVER
+        return self.levels
+
+    def _switch(self, level: int) -> None:
+        """Make `level` the current one: the ready tasks of the current level wait in `levels`
+        (after any already held there: they are the newer), those of `level` come to `ready`."""
+        ready, levels = self.ready, self.levels
+        if ready:
+            held = levels.get(self.level)
+            if held is None:
+                levels[self.level] = deque(ready)
+            else:
+                held.extend(ready)
+            ready.clear()
+        waiting = levels.pop(level, None)
+        if waiting:
+            ready.extend(waiting)
+        self.level = level
+
+    def _settle(self) -> bool:
+        """Outside the loop: `ready` holds the most urgent level with ready tasks; whether any is."""
+        levels = self.levels
+        if levels:
+            top = max(levels)
+            if top >= self.level or not self.ready:
+                self._switch(top)
+        return bool(self.ready)
+
+    def _preempt(self) -> None:
+        """A task of a higher level became ready in the running task's spawn: the current
+        level's ready tasks wait in `levels`, so the loop picks no other task of it before
+        switching (a loop that began before the PE had levels does not look at them at every
+        pick). In a deep guard's run `ready` is the guard's own queue: it stays."""
+        self.preempt = False
+        ready = self.ready
+        if not ready or self.suspended is not self.home_suspended:
+            return
+        held = self.levels.get(self.level)
+        if held is None:
+            self.levels[self.level] = deque(ready)
+        else:
+            held.extend(ready)
+        ready.clear()
+
+    def ready_queues(self) -> list:
+        """Every ready queue: the current level's (`ready`) first, then the other levels'. (A
+        runtime that takes tasks out of the queue, such as PARLOG's call/3 `stop`, should look
+        at all of them.)"""
+        return [self.ready, *self.levels.values()] if self.levels else [self.ready]
+
+    def ready_count(self) -> int:
+        """How many tasks are ready here, at every level."""
+        levels = self.levels
+        return len(self.ready) + (sum(map(len, levels.values())) if levels else 0)
 
     def order_by_priority(self) -> None:
         """From now on the ready queue runs the task of the smallest `priority` first (every
@@ -244,7 +372,15 @@ class PE:
         self.ready = PriorityReady(self.ready)
 
     def place(self, task: Task, where) -> None:
-        """`Goal @ Where`: run `task` on the PE that `where` names (here, on one PE)."""
+        """`Goal @ Where`: run `task` on the PE that `where` names (here, on one PE), or here at
+        the priority it names (`priority(N)`, `lower_priority`: pam.ready.priority_level). A
+        task sent to another PE keeps the level of the task that spawned it."""
+        where = deref(where)
+        if type(where) is not int:
+            level = priority_level(where, self.level)
+            if level is not None:
+                self.enqueue(task, level)
+                return
         target = self.number if self.net is None else self.net.placement(where, task)
         if target == self.number:
             self.ready.append(task)
@@ -279,7 +415,11 @@ class PE:
         while True:
             try:
                 reduce(None if budget is None else max(1, budget - (self.steps - start)))
-                return self.steps - start
+                # with priorities, a level done (or a preempting spawn) ends the loop: the next
+                # level runs in this batch, unless its budget is spent
+                if self.levels is None or not self._settle() or (
+                        budget is not None and self.steps - start >= budget):
+                    return self.steps - start
             except ProgramFailure as failure:
                 if self.boundary is None or not self.boundary(self.failed, failure):
                     raise
@@ -297,11 +437,31 @@ class PE:
     def _next_task(self, ready, calls: int) -> Task:
         """The next task when a look at the back is due (FAIR): if the back is the task that
         was there at the last look, the queue is turned round (the tasks at the back run
-        first, oldest first; those at the front wait their turn at the back)."""
+        first, oldest first; those at the front wait their turn at the back). With priorities
+        (`levels`) it is asked at every pick (`_next_leveled`)."""
+        if self.levels is not None:
+            return self._next_leveled(ready, calls)
         self.fair_at = self.steps + calls + FAIR
         if ready[0] is self.back and len(ready) > 1 and ready[0].starves:
             ready.reverse()
         self.back = ready[0]
+        return ready.pop()
+
+    def _next_leveled(self, ready, calls: int) -> Task:
+        """The next task with priorities: a more urgent level that has a ready task (or the
+        current one's tasks held by `_preempt`) becomes the current one first; the look at
+        the back is due every FAIR steps as without priorities, in the current level."""
+        levels = self.levels
+        if levels:
+            top = max(levels)
+            if top >= self.level:
+                self._switch(top)
+        now = self.steps + calls
+        if now >= self.fair_due:
+            self.fair_due = now + FAIR
+            if ready[0] is self.back and len(ready) > 1 and ready[0].starves:
+                ready.reverse()
+            self.back = ready[0]
         return ready.pop()
 
     def _next_check(self, calls: int, limit, deadline, budget, check_every: int) -> int | None:
@@ -351,7 +511,7 @@ class PE:
                     t = pop()
                 else:
                     t = self._next_task(ready, calls)
-                    fair = calls + FAIR
+                    fair = self.fair_at - self.steps  # calls + FAIR, or every pick with priorities
                 full = SLICE
                 self.running = t  # whose binds these are (a call/3's, across PEs: Net.bind_origin)
                 if t is self.paused:

@@ -31,8 +31,8 @@ def _describe(err: BaseException) -> tuple:
         return ("uncaught", err.message)
     if isinstance(err, ProgramFailure):
         return ("failure", err.message, err.goal, err.span, err.pe)
-    if isinstance(err, Halt):
-        return ("halt",)
+    if isinstance(err, Halt):  # with halt/1's exit status (0 for halt/0)
+        return ("halt", err.status)
     if isinstance(err, Finished):
         return ("finished",)
     if isinstance(err, LimitExceeded):
@@ -319,7 +319,9 @@ def _status(outcome, gathered) -> int:
     kind = outcome[0]
     if kind == "done":
         return 3 if sum(g[1] for g in gathered) else 0
-    return {"failure": 1, "uncaught": 1, "finished": 0, "halt": 0, "limit": 4, "internal": 70, "left": 1}[kind]
+    if kind == "halt":
+        return outcome[1]
+    return {"failure": 1, "uncaught": 1, "finished": 0, "limit": 4, "internal": 70, "left": 1}[kind]
 
 
 def _raise_outcome(outcome, gathered) -> None:
@@ -332,7 +334,7 @@ def _raise_outcome(outcome, gathered) -> None:
     if kind == "finished":
         return
     if kind == "halt":
-        raise Halt()
+        raise Halt(outcome[1])
     if kind == "limit":
         raise LimitExceeded(outcome[1])
     if kind == "internal":

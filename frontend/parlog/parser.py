@@ -43,9 +43,11 @@ class ClauseItem:
 
 @dataclass(frozen=True, slots=True)
 class Directive:
-    """`:- Directive.`: reserved."""
+    """`:- Directive.`: `:- import(File).` (frontend/parlog/__init__.py reads them); the others
+    are refused."""
 
     span: Span
+    term: Term | None = None
 
 
 Item = ModeDecl | ClauseItem | Directive
@@ -106,7 +108,7 @@ class _Build(Transformer_NonRecursive):
     # items
     @v_args(meta=True)
     def directive(self, meta, children):
-        return Directive(self._span(meta))
+        return Directive(self._span(meta), next(c for c in children if not isinstance(c, Token)))
 
     @v_args(meta=True)
     def mode_decl(self, meta, children):
@@ -226,7 +228,8 @@ class _Build(Transformer_NonRecursive):
         return self._infix(c, "&")
 
     def colon_op(self, c):
-        return self._infix(c, ":")
+        left, colon, right = c  # spanned at the ':' itself: what a message about it points at
+        return Struct(":", (left, right), self._span(colon))
 
     def neck_op(self, c):
         left, neck, right = c
@@ -246,7 +249,7 @@ _TOKEN_NAMES = {
     "END": "'.' (end of clause)", "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "SEMICOLON": "';'",
     "COLON": "':'", "AMPERSAND": "'&'", "LSQB": "'['", "RSQB": "']'", "VBAR": "'|'", "NECK": "'<-'",
     "VARIABLE": "a variable", "NAME": "an atom", "QATOM": "an atom", "INT": "a number",
-    "FLOAT": "a number", "STRING": "a string", "MODE_CHAR": "'?' or '^'", "$END": "end of file",
+    "FLOAT": "a number", "STRING": "a string", "MODE_CHAR": "'?'", "CARET": "'^'", "$END": "end of file",
 }
 
 
@@ -283,8 +286,12 @@ def _syntax_error(err: UnexpectedInput, file: str, text: str) -> Diagnostic:
                                   "(an unclosed bracket, or an operator without its right operand?)")
             return Diagnostic(_end_span(text, file),
                               "syntax error: unexpected end of file (missing '.' after the last clause?)")
+        hint = ""
+        if tok.type == "COLON":  # a second ':' in a clause, or one in a term
+            hint = (" (a clause has one ':', which ends its guard; module-qualified goals (m:p) are not "
+                    "supported: call p directly)")
         return Diagnostic(Span(file, line, col),
-                          f"syntax error: unexpected '{tok}'{_describe_expected(err.expected)}")
+                          f"syntax error: unexpected '{tok}'{_describe_expected(err.expected)}{hint}")
     if isinstance(err, UnexpectedCharacters):
         ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else "?"
         hint = ""
@@ -322,9 +329,28 @@ def parse_program(text: str, file: str) -> list[Item]:
     return items if items is not None else _parse(text, file, "start")
 
 
+def read_terms(text: str, file: str) -> list[Term]:
+    """The terms of `text` as the program reader reads them, each ended by '.' (input a running
+    program reads: `read_stream/1`, `open_read/2`). `a ; b.` is one term `;(a, b)`, `mode m(?, ^).`
+    the term `mode(m(?, ^))`; a term beginning with ':-' is a CompileError at its place, as a
+    syntax error is."""
+    out: list[Term] = []
+    for item in parse_program(text, file):
+        if isinstance(item, ClauseItem):
+            term = item.clauses[-1]
+            for c in reversed(item.clauses[:-1]):  # the reader splits `a ; b.` at ';'
+                term = Struct(";", (c, term))
+            out.append(term)
+        elif isinstance(item, ModeDecl):
+            out.append(Struct("mode", (Struct(item.name, tuple(Atom(m) for m in item.modes)),)))
+        else:
+            raise CompileError([Diagnostic(item.span, "a term of the input cannot begin with ':-'")])
+    return out
+
+
 def parse_goal(text: str, file: str = "<goal>") -> Term:
     """Parse the conjunction given to `--goal` (a final '.' is optional)."""
     return _parse(text, file, "goal")
 
 
-__all__ = ["ClauseItem", "Directive", "Item", "ModeDecl", "NO_SPAN", "parse_goal", "parse_program"]
+__all__ = ["ClauseItem", "Directive", "Item", "ModeDecl", "NO_SPAN", "parse_goal", "parse_program", "read_terms"]

@@ -361,8 +361,8 @@ def _report_stop(stop: BaseException, goal: str | None) -> int:
     from pam.limits import lift_memory_limit, memory_message
     if isinstance(stop, RankExit):
         return stop.status
-    if isinstance(stop, Halt):
-        return EXIT_OK
+    if isinstance(stop, Halt):  # halt/0, or halt/1's status
+        return stop.status
     if isinstance(stop, MemoryError):
         lift_memory_limit()  # room to report it
         sys.stdout.flush()
