@@ -26,8 +26,10 @@ from typing import Callable
 
 from pam.errors import ProgramFailure
 from pam.pack import HEADER, WORD, Codec, GlobalRef, pack, payload_bytes, size_bytes, unpack
+from pam.ready import DEFAULT_PRIORITY
 from pam.task import AndGroup, Task, TaskKind
 from pam.termination import Safra
+from pam.topology import NEIGHBOUR_NAMES
 from pam.terms import Struct, Var, deref, subterms
 from pam.transport import Message
 
@@ -354,10 +356,12 @@ class Net:
             self.export_ident.pop(id(entry[0]), None)
 
     # -- tasks --------------------------------------------------------------------------------
-    def export_task(self, task: Task, dst: int) -> None:
+    def export_task(self, task: Task, dst: int, priority: int | None = None) -> None:
         """Send `task` to run on `dst` (its kind says what travels). Its group here counts it
         as a member until FINISH returns, so the task itself leaves the group: a step that
-        sends its own task away just ends (returns None)."""
+        sends its own task away just ends (returns None). It keeps its `priority` there (by
+        default the current level here: that of the running task, which spawned it); a level
+        other than the default travels as one more word of the SPAWN."""
         kind = self.kinds[type(task)]
         self.pe.stats.exported += 1
         if self.tracer is not None:
@@ -373,7 +377,13 @@ class Net:
         code = self.pack(value)
         payload = (kind.name, task.proc.key, code, task.site, group_ref)
         # the kind, the step and the call site are names known on every PE: a word each
-        self.send("SPAWN", dst, payload, HEADER + 3 * WORD + size_bytes(code) + payload_bytes(group_ref))
+        nbytes = HEADER + 3 * WORD + size_bytes(code) + payload_bytes(group_ref)
+        if priority is None:
+            priority = self.pe.level
+        if priority != DEFAULT_PRIORITY:
+            payload += (priority,)
+            nbytes += WORD
+        self.send("SPAWN", dst, payload, nbytes)
 
     def await_finish(self, group: AndGroup) -> tuple[int, int]:
         """Name a membership of `group` held elsewhere: a FINISH naming it ends it."""
@@ -385,7 +395,9 @@ class Net:
     def got_spawn(self, m: Message) -> None:
         self.steal_pending = False
         self.backoff = STEAL_BACKOFF[0]
-        kind, key, code, site, group_ref = m.payload
+        kind, key, code, site, group_ref, *level = m.payload
+        if level and (len(level) > 1 or type(level[0]) is not int):
+            raise ValueError(f"malformed SPAWN priority {level!r}")
         task = self.kind_names[kind].arrive(self.procs[key], self.unpack(code), site)
         if group_ref is not None:
             # the stand-in's parent is the group the kind gave the task (a scope it belongs to
@@ -394,7 +406,7 @@ class Net:
             task.group.count = 1
         if self.tracer is not None:
             self.tracer.arrived(task, m)
-        self.pe.push(task)
+        self.pe.enqueue(task, level[0] if level else DEFAULT_PRIORITY)
 
     def group_finished(self, group: AndGroup) -> None:
         pe, gid = group.home
@@ -412,7 +424,9 @@ class Net:
             del self.groups[gid]
 
     def placement(self, where, task: Task) -> int:
-        """The PE that `Goal @ Where` names (spec/parlog.md)."""
+        """The PE that `Goal @ Where` names (spec/parlog.md). A placement known only at run
+        time that names no PE (an atom that is no neighbour name, an unbound variable, any
+        other term) means this PE, as a neighbour that does not exist does."""
         w = deref(where)
         me, n = self.pe.number, self.topology.pes
         if type(w) is int:
@@ -420,7 +434,7 @@ class Net:
         if w == "random":
             return self.rng.randrange(n)
         if type(w) is str:
-            return self.topology.neighbour(me, w)
+            return self.topology.neighbour(me, w) if w in NEIGHBOUR_NAMES else me
         if type(w) is Struct and w.name == "child" and len(w.args) == 1 and type(deref(w.args[0])) is int:
             return self.topology.neighbour(me, "child", deref(w.args[0]))
         return me
@@ -439,12 +453,12 @@ class Net:
 
     def got_steal(self, m: Message) -> None:
         src, (thief, ttl) = m.src, m.payload
-        task = self.spare_task()
+        task, level = self.spare()
         if task is not None:
             self.pe.stats.steals += 1
             if self.tracer is not None:
                 self.tracer.steal(task, thief)
-            self.export_task(task, thief)
+            self.export_task(task, thief, level)
             return
         onward = [p for p in self.topology.neighbours(self.pe.number) if p not in (src, thief)]
         if ttl > 0 and onward:
@@ -454,9 +468,40 @@ class Net:
 
     def spare_task(self) -> Task | None:
         """The oldest ready task that its kind lets go now (the oldest has the largest grain)."""
-        ready = self.pe.ready
+        return self.spare()[0]
+
+    def spare(self) -> tuple[Task | None, int | None]:
+        """`spare_task`, and the task's priority (None: the current level). With priorities
+        (pam/pe.py) the levels are searched most urgent first, each oldest first."""
+        pe = self.pe
+        ready = pe.ready
+        if pe.levels is not None:
+            return self._spare_levels(pe)
         if len(ready) < 2:
-            return None
+            return None, None
+        return self._spare_from(ready), None
+
+    def _spare_levels(self, pe) -> tuple[Task | None, int | None]:
+        if pe.ready_count() < 2:
+            return None, None
+        for level in sorted({pe.level, *pe.levels}, reverse=True):
+            queue = pe.ready if level == pe.level else pe.levels[level]
+            t = self._spare_from(queue)
+            if t is not None:
+                if not queue and queue is not pe.ready:
+                    del pe.levels[level]  # `levels` holds no empty queue
+                return t, level
+            if level == pe.level and level in pe.levels:  # the current level's held tasks
+                held = pe.levels[level]
+                t = self._spare_from(held)
+                if t is not None:
+                    if not held:
+                        del pe.levels[level]
+                    return t, level
+        return None, None
+
+    def _spare_from(self, ready) -> Task | None:
+        """The oldest task of the queue `ready` that its kind lets go now, taken out of it."""
         kinds = self.kinds
         for i in range(min(len(ready), 256)):
             t = ready[i]

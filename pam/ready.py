@@ -10,11 +10,35 @@ queue (`PE.order_by_priority`); the scheduler then chooses, and no step reorders
 It offers what the PE loop and distribution use of a deque. Pushing to the back (a time slice
 that ran out) and to the front are the same: the order is the priorities', then first come,
 first served.
+
+PARLOG's scheduling priorities (`Goal @ priority(N)`, `Goal @ lower_priority`: docs/distribution.md,
+"Priorities") are levels of the PE's own queue instead (pam/pe.py, `PE.enqueue`): the larger
+level is the more urgent, `DEFAULT_PRIORITY` that of every goal no placement gave another.
+`priority_level` reads a placement term as a level.
 """
 
 from __future__ import annotations
 
 from heapq import heapify, heappop, heappush
+
+from pam.terms import Struct, deref, mkatom
+
+DEFAULT_PRIORITY = 0  # the level of main and of every goal whose placement names no priority
+PRIORITY = mkatom("priority")
+LOWER_PRIORITY = mkatom("lower_priority")
+
+
+def priority_level(where, current: int) -> int | None:
+    """The level that the placement `where` (dereferenced) asks for, spawned from a goal of
+    level `current`: `priority(N)` is N, `lower_priority` is current - 1; None for any other
+    placement (a PE). `priority(X)` with X no integer (unbound, or anything else, known only
+    at run time) keeps the current level."""
+    if type(where) is str and where == LOWER_PRIORITY:
+        return current - 1
+    if type(where) is Struct and where.name == PRIORITY and len(where.args) == 1:
+        n = deref(where.args[0])
+        return n if type(n) is int else current
+    return None
 
 
 class PriorityReady:
@@ -74,4 +98,4 @@ class PriorityReady:
         self.heap.clear()
 
 
-__all__ = ["PriorityReady"]
+__all__ = ["DEFAULT_PRIORITY", "PriorityReady", "priority_level"]
