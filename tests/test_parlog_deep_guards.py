@@ -151,9 +151,33 @@ def test_var_then_bind_in_a_deep_guard_is_refused(guard):
         compile_source(text, "t.par")
 
 
-def test_write_in_a_guard_is_refused():
-    with pytest.raises(CompileError, match="cannot appear in a guard"):
-        compile_source("mode p(?).\np(X) <- write(X) : true.\n", "t.par")
+@pytest.mark.parametrize("goal", ["write(X)", "nl", "halt(1)", "read_stream(S)"])
+def test_effects_in_a_guard_are_refused_with_one_error(goal):
+    # one error, at the goal: the relation still exists, so its mode and calls raise no others
+    text = f"mode p(?).\np(X) <- {goal} : true.\nmain <- p(1).\n"
+    with pytest.raises(CompileError, match="cannot appear in a guard") as e:
+        compile_source(text, "t.par")
+    assert [(d.span.line, d.span.col) for d in e.value.diagnostics] == [(2, 9)]
+
+
+def test_a_deep_guard_is_given_only_the_variables_it_uses(monkeypatch):
+    # a head argument the guard never reads (a long list here) stays out of the guard's run, so
+    # its safety walk does not visit it on every try
+    from pam.parlog import clause_code
+    made, real = [], clause_code.GuardSpec
+
+    def spy(*args):
+        made.append(real(*args))
+        return made[-1]
+
+    monkeypatch.setattr(clause_code, "GuardSpec", spy)
+    text = ("mode small(?).\nsmall(N) <- N < 10 : true.\n"
+            "mode p(?, ?, ^).\np(N, _Big, R) <- small(N) : R = yes.\np(N, _, R) <- N >= 10 : R = no.\n"
+            "mode upto(?, ^).\nupto(0, []).\nupto(N, [N|T]) <- N > 0 : M is N - 1, upto(M, T).\n"
+            "main <- upto(3000, L), p(3, L, A), p(30, L, B), write(A - B), nl.\n")
+    out, _ = machine_after(text)
+    assert out == "yes-no\n"
+    assert [len(spec.known) for spec in made] == [1]  # N only, not _Big
 
 
 def test_deep_guard_traced():

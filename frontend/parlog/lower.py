@@ -13,6 +13,7 @@ from hpgrem.diagnostics import Diagnostic
 from hpgrem.ir import Span
 from hpgrem.ir.parlog import AllSolutions, Atom, Body, Call, Clause, Conj, ConjOp, Float, Int, Relation, Struct, Term, Var, relation_key, term_vars
 from hpgrem.ir.parlog.primitives import NOT_YET
+from hpgrem.ir.parlog.dialect import EFFECTS
 
 
 @dataclass(slots=True)
@@ -24,10 +25,19 @@ class RawClause:
     clause: Clause
     kind: str = "guarded"  # "guarded" (`<-`), "search" (`:-`) or "fact"
     constructs: list[Relation] = field(default_factory=list)  # what its set/3, subset/3, ~ became
+    broken: bool = False  # its guard or body had errors: it only says that its relation exists
 
 
 # The name of the relation each construct is lowered to (its goals are reported by it).
 CONSTRUCT_NAMES = {"set": "set", "subset": "subset", "not": "~"}
+
+# What `Goal @ Where` accepts (spec/parlog.md): an integer PE, `random`, a neighbour name of some
+# topology (pam/topology.py's NEIGHBOUR_NAMES; `child` alone is `child(0)`), `child(I)`, or a
+# priority: `priority(N)`, `lower_priority`. A variable is checked at run time.
+PLACEMENT_ATOMS = frozenset({"random", "lower_priority", "north", "south", "east", "west", "left", "right",
+                             "parent", "child"})
+PLACEMENT_EXPECTED = ("an integer PE number, random, a neighbour name (north, south, east, west, left, "
+                      "right, parent, child(I)), priority(N) or lower_priority")
 
 
 class ClauseLowering:
@@ -92,6 +102,8 @@ class ClauseLowering:
                 self.error(span, "'@' placement is not allowed in a guard")
                 return None
             t, placement = t.args[0], self.term(t.args[1])
+            if not self.placement_ok(placement):
+                return None
         if isinstance(t, Var):
             return Call("call/1", (self.var(t),), span, placement)
         if isinstance(t, Atom):
@@ -113,6 +125,29 @@ class ClauseLowering:
         self.error(span, f"a {kind} cannot be a goal")
         return None
 
+    def placement_ok(self, where: Term) -> bool:
+        """Whether `where` can be a placement; if not, a located error (False)."""
+        if isinstance(where, (Var, Int)):
+            return True
+        if isinstance(where, Atom):
+            if where.name in PLACEMENT_ATOMS:
+                return True
+            self.error(where.span, f"'{where.name}' is not a placement: expected {PLACEMENT_EXPECTED}")
+            return False
+        if isinstance(where, Struct) and where.name in ("priority", "child") and len(where.args) == 1:
+            if isinstance(where.args[0], (Var, Int)):
+                return True
+            what = "priority(N) needs an integer level N" if where.name == "priority" else \
+                "child(I) needs an integer child number I"
+            self.error(where.args[0].span, what)
+            return False
+        if isinstance(where, Struct):
+            what = f"'{where.name}/{len(where.args)}'" if where.name != "[|]" else "a list"
+        else:
+            what = "a floating-point number" if isinstance(where, Float) else "this term"
+        self.error(where.span, f"{what} is not a placement: expected {PLACEMENT_EXPECTED}")
+        return False
+
     def construct(self, kind: str, out: Term | None, template: Term | None, conj: Term, span: Span,
                   placement: Term | None) -> Call | None:
         """`set(Out, Template, Conj)`, `subset(...)` or `~ Conj` becomes a call of a new
@@ -127,7 +162,7 @@ class ClauseLowering:
         key = f"{self.where}{span.line}:{span.col}:{name}/{len(head)}"
         raw = lower_clause(Struct(":-", (Struct("$c", tuple(head), span) if head else Atom("$c", span), conj), span),
                            self.diagnostics, self.where)
-        if raw is None:
+        if raw is None or raw.broken:
             return None
         self.constructs += [AllSolutions(key, name, ("?",) * len(head), ((raw.clause,),), span, kind),
                             *raw.constructs]
@@ -139,6 +174,8 @@ class ClauseLowering:
         self.search = True
         goals: list[Call] = []
         for part in _flatten(t, ","):
+            if self.module_qualified(part):
+                continue
             if isinstance(part, Struct) and part.name in ("&", ";", "<-", ":", ":-", "@") and len(part.args) == 2:
                 self.error(part.span, f"'{part.name}' cannot appear in the body of an all-solutions clause "
                                       "(goals joined by ',')")
@@ -153,6 +190,8 @@ class ClauseLowering:
     def guard(self, t: Term) -> list[Call]:
         goals: list[Call] = []
         for part in _flatten(t, ","):
+            if self.module_qualified(part):
+                continue
             if isinstance(part, Struct) and part.name in ("&", ";", "<-", ":") and len(part.args) == 2:
                 self.error(part.span, f"'{part.name}' cannot appear in a guard")
                 continue
@@ -161,7 +200,7 @@ class ClauseLowering:
                 continue
             if call.target == "true/0":
                 continue
-            if call.target in OUTPUT_GOALS:  # a guard may be abandoned: it must not write
+            if call.target in EFFECTS:  # a guard may be abandoned: it must not write or read
                 self.error(call.span, f"{call.target} cannot appear in a guard (a guard may be "
                                       "abandoned, so it has no effects)")
                 continue
@@ -176,6 +215,8 @@ class ClauseLowering:
             if not parts:
                 return None
             return parts[0] if len(parts) == 1 else Conj(ConjOp(t.name), tuple(parts))
+        if self.module_qualified(t):
+            return None
         if isinstance(t, Struct) and len(t.args) == 2 and t.name in (";", ":", "<-", ":-"):
             what = {";": "';' separates clauses; it", ":": "':' ends a guard; it",
                     "<-": "'<-'", ":-": "':-'"}[t.name]
@@ -187,7 +228,36 @@ class ClauseLowering:
         return call
 
 
-OUTPUT_GOALS = frozenset({"write/1", "nl/0", "halt/0"})
+    def module_qualified(self, t: Term) -> bool:
+        """Report `m:p` where only a goal may stand (a ':' nested in a body, a search body or
+        a guard is never a guard's end): True when `t` is one."""
+        m = module_qualifier(t)
+        if m is not None:
+            self.error(t.span, module_message(m.name))
+        return m is not None
+
+
+OUTPUT_GOALS = frozenset({"write/1", "nl/0", "halt/0", "halt/1"})
+"""The goals one `,` conjunction runs in written order (a halt after the writes before it)."""
+
+
+def module_qualifier(t: Term) -> Atom | None:
+    """The `m` of a goal read as `m:p`: a ':' term whose left side is an atom or ends in one
+    (`a, m:p` reads as `(a, m) : p`, ':' binding more loosely than ',' and '&'); else None."""
+    if not (isinstance(t, Struct) and t.name == ":" and len(t.args) == 2):
+        return None
+    left = t.args[0]
+    while isinstance(left, Struct) and left.name in (",", "&") and len(left.args) == 2:
+        left = left.args[1]
+    return left if isinstance(left, Atom) else None
+
+
+def module_message(module: str, guard: bool = False) -> str:
+    """What an `m:p` goal is told (`guard`: the `m` stood where a clause's guard ends)."""
+    hint = f" (if '{module}' is meant as a guard, {module}/0 is defined nowhere)" if guard else ""
+    return (f"module-qualified goals (m:p) are not supported: '{module}:' names a module, and hpgrem has one "
+            f"name space of relations; call the relation directly (another file's relations come with "
+            f"`:- import(File).`){hint}")
 
 
 def _output_in_order(parts: list[Body]) -> list[Body]:
@@ -232,7 +302,8 @@ def _name_counts(t: Term) -> Counter:
 
 
 def lower_clause(term: Term, diagnostics: list[Diagnostic], where: str = "") -> RawClause | None:
-    """One clause term -> RawClause (None when it had errors, which are in `diagnostics`).
+    """One clause term -> RawClause (None when its head had errors, `broken` when its guard or
+    body had: the errors are in `diagnostics`).
     `where` prefixes the keys of the relations its constructs become (the `--goal` apart from
     the program)."""
     before = len(diagnostics)
@@ -265,6 +336,9 @@ def lower_clause(term: Term, diagnostics: list[Diagnostic], where: str = "") -> 
     else:
         body = low.search_body(body_t) if kind == "search" else low.body(body_t)
     if len(diagnostics) > before:
-        return None
+        # the relation still exists (no "unknown relation" for each of its calls); the program
+        # has errors, so this clause is checked no further and never runs
+        return RawClause(name, len(head_args), Clause(numbered_head, (), None, low.count, term.span),
+                         kind, broken=True)
     return RawClause(name, len(head_args), Clause(numbered_head, guard, body, low.count, term.span), kind,
                      low.constructs)

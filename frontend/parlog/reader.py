@@ -30,7 +30,7 @@ _OP700 = ("=..", "\\==", "=:=", "=\\=", "==", "=<", ">=", "\\=", "=", "<", ">", 
 _OP500 = ("+", "-", "/\\", "\\/")
 _OP400 = ("mod", "rem", "//", "<<", ">>", "*", "/")
 # a term's end: the operators and closers of every level, longest first as Lark tries them
-_AFTER_TERM = sorted({*_OP700, *_OP500, *_OP400, "**", "@", ",", "&", ":", ";", "|", ")", "]", "("},
+_AFTER_TERM = sorted({*_OP700, *_OP500, *_OP400, "**", "^", "@", ",", "&", ":", ";", "|", ")", "]", "("},
                      key=lambda s: (-len(s), s))
 
 
@@ -124,11 +124,21 @@ class Reader:
 
     # ---- items
     def items(self) -> list:
-        from frontend.parlog.parser import ClauseItem, ModeDecl
+        from frontend.parlog.parser import ClauseItem, Directive, ModeDecl
 
         out: list = []
         while True:
-            kind, value, at = self.term_token()
+            try:
+                kind, value, at = self.term_token()
+            except NotMine:  # no term starts here: a directive `:- ...`, or what Lark reports
+                kind, value, at = self._scan(self.op_scan)
+                if (kind, value) != ("NECK", ":-"):
+                    raise
+                self.pos, self.depth = at + 2, 0
+                term = self.neck()
+                self.expect("END")
+                out.append(Directive(self.span(at), term))
+                continue
             if kind == "EOF":
                 return out
             self.pos = at
@@ -188,9 +198,9 @@ class Reader:
         depth = self.depth
         left = self.chain("&", self.comma)
         if self.peek_op() == ":":
-            self.take_op()
+            _, at = self.take_op()
             self.nest()
-            left = Struct(":", (left, self.chain("&", self.comma)), left.span)
+            left = Struct(":", (left, self.chain("&", self.comma)), self.span(at))  # at the ':', as Lark
         self.depth = depth
         return left
 
@@ -243,11 +253,25 @@ class Reader:
         return left
 
     def e200(self) -> Term:
-        left = self.prefix()
-        if self.peek_op() == "**":
+        """Priority 200: `**` (xfx; its right operand may be a prefix term), `^` (xfy) and the
+        prefix `-` and `\\` (fy): `- 2^2` is -(2^2), `2^3^2` is 2^(3^2), as in SWI-Prolog."""
+        kind, value, at = self.term_token()
+        if kind in ("-", "\\"):
+            depth = self.depth
+            self.nest()
+            term = Struct(value, (self.e200(),), self.span(at))
+            self.depth = depth
+            return term
+        left = self.primary(kind, value, at)
+        op = self.peek_op()
+        if op == "**":
             self.take_op()
             self.nest()
             left = Struct("**", (left, self.prefix()), left.span)
+        elif op == "^":
+            self.take_op()
+            self.nest()
+            left = Struct("^", (left, self.e200()), left.span)
         return left
 
     def prefix(self) -> Term:

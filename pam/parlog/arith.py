@@ -72,7 +72,7 @@ def _pow(x, y):
                 raise _too_big()
             return x ** y
         if x in (1, -1):
-            return x ** y if y % 2 == 0 or x == 1 else -1
+            return 1 if y % 2 == 0 or x == 1 else -1  # an integer, as SWI's (Python's `1 ** -3` is 1.0)
         if x == 0:
             raise ArithError("division by zero")
         return float(x) ** y
@@ -158,7 +158,7 @@ def _truncate(x):
 BINARY = {
     "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": _mul,
     "/": _div, "//": _int_div, "mod": _mod, "rem": _rem, "min": _min, "max": _max,
-    "**": _pow, "<<": _shift("<<"), ">>": _shift(">>"),
+    "**": _pow, "^": _pow, "<<": _shift("<<"), ">>": _shift(">>"),
     "/\\": _bit("/\\", lambda x, y: x & y), "\\/": _bit("\\/", lambda x, y: x | y), "gcd": _gcd,
 }
 UNARY = {

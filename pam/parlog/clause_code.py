@@ -118,9 +118,11 @@ class ClauseCode:
         e = self.e
         self.code.close_hole()
         self.rc.count("guard_tests")
-        known = tuple(sorted(self.bound))
-        local = tuple(sorted({n.index for g in guard for a in g.args for n in _nodes(a)
-                              if isinstance(n, Var)} - self.bound))
+        used = {n.index for g in guard for a in g.args for n in _nodes(a) if isinstance(n, Var)}
+        # only what the guard uses goes in: its safety walk (unbound_local_vars) then visits what
+        # the guard can reach, not every argument the head matched
+        known = tuple(sorted(self.bound & used))
+        local = tuple(sorted(used - self.bound))
         spec = self.rc.const("guard", id(guard), lambda: GuardSpec(tuple(guard), known, local,
                                                                   self.clause.nvars, self.clause.span))
         values = "".join(f"v{i}, " for i in known)

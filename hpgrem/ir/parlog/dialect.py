@@ -10,8 +10,9 @@ from hpgrem.ir.core import Module, walk_paths
 from hpgrem.ir.dialects import DialectSpec
 from hpgrem.ir.parlog import Call, Conj, Float, Relation, Struct
 
-EFFECTS = frozenset({"write/1", "nl/0", "halt/0"})
-"""Primitives with effects beyond bindings: a guard (a deep one included) calls none."""
+EFFECTS = frozenset({"write/1", "nl/0", "halt/0", "halt/1", "read_stream/1"})
+"""Primitives with effects beyond bindings (output, reading stdin, the run's end): a guard (a
+deep one included) calls none. `open_read/2` is not one: reading a file twice reads the same."""
 
 MAX_CLAUSE_VARS = 1 << 20
 """The most variables a clause may number: the machine allocates a slot for each."""

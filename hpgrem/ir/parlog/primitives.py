@@ -14,6 +14,8 @@ TESTS = frozenset({
 BODY = frozenset({
     "=/2", "is/2", "true/0", "write/1", "nl/0", "call/1", "functor/3", "arg/3", "=../2",
     "atom_codes/2", "number_codes/2", "length/2", "halt/0", "call/3",
+    # input as streams, where a goal runs, the end of the run with a status (spec/parlog.md)
+    "read_stream/1", "open_read/2", "current_pe/1", "pes/1", "list/1", "halt/1",
 })
 
 # Parlog86 constructs a later issue brings; named here so their diagnostic is precise.
@@ -35,6 +37,7 @@ SEARCH_PRIMITIVES = TESTS | frozenset({
 # (the schedule pass relies on it; pam.parlog.primitives implements them so).
 INLINE = TESTS | frozenset({
     "=/2", "is/2", "functor/3", "arg/3", "=../2", "atom_codes/2", "number_codes/2", "length/2", "true/0",
+    "list/1",
 })
 
 
