@@ -88,3 +88,38 @@ def test_guard_arithmetic_error_is_a_located_failure(tmp_path):
     path.write_text("mode p(?, ^).\np(X, R) <- Y is 1 // X : R = Y.\nmain <- p(0, R), write(R).\n")
     r = hpgrem("run", str(path))
     assert r.returncode == 1 and "division by zero" in r.stderr and "Traceback" not in r.stderr
+
+
+DIVISION = """
+mode body(?, ?, ^).
+body(A, B, Q) <- Q1 is A // B, R is A mod B, Q = [Q1, R].
+mode guard(?, ?, ^).
+guard(A, B, Q) <- Q1 is A // B, R is A mod B : Q = [Q1, R].
+mode cell(?, ?, ^).
+cell(A, B, [Q, R]) <- Q is A // B, R is A mod B.
+mode all(?, ^).
+all([A-B|Ps], [X, Y, Z|Rs]) <- body(A, B, X), guard(A, B, Y), cell(A, B, Z), all(Ps, Rs) ;
+all([], []).
+main <- all([PAIRS], Rs), write(Rs), nl & cell(7, 2, [3, W]), write(W), nl & wait(V), cell(9, 2, [V, _]).
+mode wait(?).
+wait(V) <- data(V) : write(V), nl.
+"""
+
+
+@pytest.mark.parametrize("opt", [0, 2])
+def test_integer_division_inline_is_the_evaluators(opt):
+    """`//` truncates toward zero and `mod` takes the divisor's sign (SWI-Prolog's defaults),
+    whichever path computes them: the inline int code (non-negative operands) or the evaluator
+    (a negative one), in a body, a guard and into an output cell made at commit."""
+    pairs = [(7, 2), (-7, 2), (7, -2), (-7, -2), (0, 5), (6, 3), (10 ** 30 + 1, 7)]
+    text = DIVISION.replace("PAIRS", ", ".join(f"{a}-({b})" for a, b in pairs))
+
+    def trunc(a, b):
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b > 0) else -q
+    want = []
+    for a, b in pairs:
+        q, r = trunc(a, b), a % b
+        want += [f"[{q},{r}]"] * 3
+    # a known quotient is compared, not bound; a waiting reader of the cell is woken
+    assert run_program(text, opt=opt)[0] == "[" + ",".join(want) + "]\n1\n4\n"

@@ -31,8 +31,17 @@ TYPE_TESTS = {
 }
 COMPARISONS = {"</2": "<", ">/2": ">", "=</2": "<=", ">=/2": ">=", "=:=/2": "==", "=\\=/2": "!="}
 INT_BINARY = {"+": "({} + {})", "-": "({} - {})", "*": "({} * {})", "min": "min({}, {})",
-              "max": "max({}, {})", "mod": "({} % {})", "/\\": "({} & {})", "\\/": "({} | {})"}
+              "max": "max({}, {})", "mod": "({} % {})", "//": "({} // {})", "/\\": "({} & {})",
+              "\\/": "({} | {})"}
 INT_UNARY = {"-": "(-{})", "abs": "abs({})"}
+
+
+def deref_line(x: str) -> str:
+    """One line of generated code that dereferences `x`: the first step inline (most chains are
+    one variable long, and an unbound variable then costs no call), deref() for the rest."""
+    return f"if type({x}) is Var and (_d := {x}.val) is not None: {x} = _d if type(_d) is not Var else deref(_d)"
+
+
 DEEP = 24  # nesting depth above which built terms go through temporaries (Python's parser limit)
 LONG = 500  # list literals longer than this are built a chunk of lines at a time
 
@@ -215,7 +224,7 @@ class ClauseCode:
                     e(f"{y} = {src}")
                 if dest is not None and src.endswith(".tail"):
                     self.fill_hole(y)
-                e(f"if type({y}) is Var: {y} = deref({y})")
+                e(deref_line(y))
                 later.append((sub, y, False))
             todo.extend(reversed(later))
 
@@ -231,7 +240,7 @@ class ClauseCode:
         if key == "=/2":  # match the known left side against the pattern on the right
             x = self.temp()
             e(f"{x} = {self.build(g.args[0])}")
-            e(f"if type({x}) is Var: {x} = deref({x})")
+            e(deref_line(x))
             self.match(g.args[1], x)
         elif key in ("==/2", "\\==/2"):
             fails, holds = ("False", "True") if key == "==/2" else ("True", "False")
@@ -244,7 +253,7 @@ class ClauseCode:
         elif key in TYPE_TESTS or key == "data/1":
             x = self.temp()
             e(f"{x} = {self.build(g.args[0])}")
-            e(f"if type({x}) is Var: {x} = deref({x})")
+            e(deref_line(x))
             e(f"if type({x}) is Var:")
             e(f"    s = susp1(s, {x})")
             e("    break")
@@ -255,7 +264,7 @@ class ClauseCode:
         elif key == "var/1":
             x = self.temp()
             e(f"{x} = {self.build(g.args[0])}")
-            e(f"if type({x}) is Var: {x} = deref({x})")
+            e(deref_line(x))
             e(f"if type({x}) is not Var: break")
         else:  # the front end admits nothing else in a guard
             raise AssertionError(f"unexpected guard {key}")
@@ -286,7 +295,7 @@ class ClauseCode:
             return
         x = self.temp()
         e(f"{x} = {self.build(lhs)}")
-        e(f"if type({x}) is Var: {x} = deref({x})")
+        e(deref_line(x))
         e(f"if type({x}) is Var:")
         e(f"    s = susp1(s, {x})")
         e("    break")
@@ -371,7 +380,7 @@ class ClauseCode:
         exprs_text, nonzero = out
         for index, x in leaves.items():
             self.e(f"{x} = v{index}")
-            self.e(f"if type({x}) is Var: {x} = deref({x})")
+            self.e(deref_line(x))
         checks = [f"type({x}) is int" for x in leaves.values()] + nonzero
         return exprs_text, " and ".join(checks)
 
@@ -397,6 +406,8 @@ class ClauseCode:
                     return None
                 if t.name == "mod":  # Python's % is SWI's mod, but for a zero divisor
                     nonzero.append(f"{b} != 0")
+                elif t.name == "//":  # SWI's // truncates, Python's floors: they agree when a >= 0 < b
+                    nonzero.append(f"{b} > 0 and {a} >= 0")
                 elif t.name == "*":  # a product too large is the evaluator's error (pam.parlog.arith)
                     nonzero.append(f"({a}).bit_length() + ({b}).bit_length() <= {MAX_INT_BITS}")
                 return INT_BINARY[t.name].format(a, b)
@@ -648,6 +659,8 @@ class ClauseCode:
                 continue
             if c.target == "is/2" and self.is_new(c.args[0]) and self.fast_is(c):
                 continue
+            if c.target == "is/2" and isinstance(c.args[0], Var) and self.fast_is_into(c):
+                continue
             if c.target == "=/2" and (self.is_new(c.args[0]) or self.is_new(c.args[1])):
                 new, other = c.args if self.is_new(c.args[0]) else reversed(c.args)
                 # A new variable just names the other side, unless it occurs there (`X = [a|X]`
@@ -778,6 +791,26 @@ class ClauseCode:
         e.dedent()
         return True
 
+    def fast_is_into(self, c: Call) -> bool:
+        """`X is Expr` with X known, and unbound when it runs (an output cell's element, `[Z|Zs]`
+        in the head: Z is made at commit): bound to the Python int as pe.bind would, when Expr's
+        variables hold ints; anything else (X bound, a chain, not ints) is the evaluator's."""
+        fast = self.int_arith([c.args[1]])
+        if fast is None:
+            return False
+        (value,), check = fast
+        x = self.temp()
+        e = self.e
+        e(f"{x} = v{c.args[0].index}")
+        e(f"if {check} and type({x}) is Var and {x}.val is None:")
+        e(f"    {x}.val = {value}")
+        e(f"    if {x}.susp is not None: wake({x})")
+        e("else:")
+        e.indent()
+        self.inline_primitive(c)
+        e.dedent()
+        return True
+
     # -- arithmetic tasks -----------------------------------------------------------------------
     def arith_task_args(self, c: Call) -> str:
         """The arguments of a pending `X is E` task: X, E and then E's variables, which its own
@@ -795,7 +828,7 @@ class ClauseCode:
         lines = [f"@declare('is', 2, PRIMITIVE_COST, key={self.rel.key + '#' + name!r})", f"def {name}(t):",
                  f"    x, e, {''.join(x + ', ' for x in leaves.values())}= t.args"]
         for x in leaves.values():
-            lines += [f"    if type({x}) is Var: {x} = deref({x})", f"    if type({x}) is Var: return [{x}]"]
+            lines += ["    " + deref_line(x), f"    if type({x}) is Var: return [{x}]"]
         checks = [f"type({x}) is int" for x in leaves.values()] + nonzero
         lines += [f"    if {' and '.join(checks)} and type(x) is Var and x.val is None:",
                   f"        x.val = {text}",

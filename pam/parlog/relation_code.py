@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hpgrem.ir.parlog import Atom, Clause, Float, Int, Relation, Struct, Term, Var, calls_in
-from pam.parlog.clause_code import ClauseCode
+from pam.parlog.clause_code import ClauseCode, deref_line
 from pam.parlog.notes import ARITH_TASKS, COST, DEST, FED, LIFT, LOOP, SCHEDULE, SHARE, SWITCH
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class RelationCode:
             if mode == "?" and any(not isinstance(c.head[i], Var) for g in rel.groups for c in g):
                 if shape.dest is not None:  # only a call whose input holds its own output meets the hole
                     self.fill_hole(f"a{i}")
-                e(f"if type(a{i}) is Var: a{i} = deref(a{i})")
+                e(deref_line(f"a{i}"))
         e("s = None")
         for group in rel.groups:
             if shape.switch is not None and any(principal(c.head[shape.switch]) for c in group):
