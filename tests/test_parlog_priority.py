@@ -156,3 +156,35 @@ def test_a_placement_invalid_at_run_time_means_the_current_pe(tmp_path, value):
     text = f"main <- W = {value}, p(1) @ W.\nmode p(?).\np(X) <- write(X), nl.\n"
     r = hpgrem("run", write(tmp_path, text), "--pes", "4")
     assert (r.returncode, r.stdout, r.stderr) == (0, "1\n", "")
+
+
+# call/3's `stop` and `suspend` reach a sub-computation's tasks at every priority level: an
+# endless goal of lower priority inside it stops with it (else the run never ends).
+STOP_LOW = """
+mode spin(?).
+spin(N) <- N1 is N + 1, spin(N1).
+go <- spin(0) @ lower_priority.
+mode report(?).
+report(S) <- data(S) : write(S), nl.
+mode later(?, ^).
+later(0, C) <- C = [STOPS].
+later(N, C) <- N > 0 : N1 is N - 1, later(N1, C).
+main <- call(go, S, C), report(S), later(50, C).
+"""
+
+
+@pytest.mark.parametrize("orders,status", [("stop", "stopped"), ("suspend, continue, stop", "stopped")])
+@pytest.mark.parametrize("pes", [1, 4])
+def test_call3_orders_reach_every_priority_level(orders, status, pes):
+    out, _ = run_program(STOP_LOW.replace("STOPS", orders), pes=pes, max_steps=200_000)
+    assert out == f"{status}\n"
+
+
+@pytest.mark.parametrize("control,why", [("[resume]", "unknown Control element resume"),
+                                         ("[suspend|foo]", "the Control stream ends in foo, not []")])
+def test_call3_refuses_what_is_not_an_order(tmp_path, control, why):
+    prog = tmp_path / "c.par"
+    prog.write_text(f"mode wait(?).\nwait(X) <- data(X) : true.\ngo <- wait(_).\n"
+                    f"main <- call(go, S, {control}), write(S), nl.\n")
+    r = hpgrem("run", str(prog))
+    assert r.returncode == 1 and f"{prog}:4:9: error: call/3 failed: {why}" in r.stderr, r.stderr

@@ -29,7 +29,8 @@ from pam.parlog.goal import Goal
 from pam.parlog.guards import GuardTask, detach
 from pam.step import declare
 from pam.task import AndGroup, Task
-from pam.terms import Cons, Var, deref, mkatom
+from pam.terms import NIL, Cons, Var, deref, mkatom
+from pam.parlog.write import write_term
 
 SUCCEEDED, FAILED, STOPPED = mkatom("succeeded"), mkatom("failed"), mkatom("stopped")
 STOP, SUSPEND, CONTINUE = mkatom("stop"), mkatom("suspend"), mkatom("continue")
@@ -44,7 +45,7 @@ class SubGroup(AndGroup):
         super().__init__(parent, later)
         self.status = status
         self.watcher: Task | None = None
-        self.held: list[Task] | None = None  # its ready tasks while suspended
+        self.held: list[tuple[Task, int]] | None = None  # its ready tasks while suspended, with their levels
         # while suspended, its suspended tasks run the holding step; their own steps are here,
         # and `gate` (bound at `continue`) is what a woken one waits on
         self.procs: dict[Task, object] = {}
@@ -85,14 +86,18 @@ def belongs(task: Task, root: SubGroup) -> bool:
     return within(group_of(task), root)
 
 
-def take(root: SubGroup, ready) -> list[Task]:
-    """Take the sub-computation's tasks out of the ready queue, in queue order."""
-    mine = [t for t in ready if belongs(t, root)]
-    if mine:
-        kept = [t for t in ready if not belongs(t, root)]
-        ready.clear()
-        ready.extend(kept)
-    return mine
+def take(root: SubGroup, pe) -> list[tuple[Task, int]]:
+    """Take the sub-computation's tasks out of every ready queue of `pe` (the current priority
+    level's and the others'), in queue order, each with its level."""
+    out: list[tuple[Task, int]] = []
+    for level, ready in ((pe.level, pe.ready), *(pe.levels or {}).items()):
+        mine = [t for t in ready if belongs(t, root)]
+        if mine:
+            kept = [t for t in ready if not belongs(t, root)]
+            ready.clear()
+            ready.extend(kept)
+            out += [(t, level) for t in mine]
+    return out
 
 
 class ControlTask(Task):
@@ -177,10 +182,16 @@ class Subcomputations:
             if type(c) is Var:
                 return [c]
             if type(c) is not Cons:
-                return None  # `[]` (or anything else): nothing more to obey
+                if c is NIL:
+                    return None  # nothing more to obey
+                raise ProgramFailure(f"the Control stream ends in {write_term(c)}, not []",
+                                     "call/3", t.site)
             order = deref(c.head)
             if type(order) is Var:
                 return [order]
+            if order not in (STOP, SUSPEND, CONTINUE):
+                raise ProgramFailure(f"unknown Control element {write_term(order)} "
+                                     "(the elements are stop, suspend and continue)", "call/3", t.site)
             if order is STOP:
                 self.end(root, STOPPED)
             elif order is SUSPEND and root.held is None:
@@ -195,7 +206,7 @@ class Subcomputations:
         """`suspend`: its ready tasks leave the queue; a suspended one that a binding wakes
         meanwhile waits on the gate instead of running. The order goes on to its other PEs."""
         pe = self.pe
-        root.held = take(root, pe.ready)
+        root.held = take(root, pe)
         root.gate = Var()
         for t in pe.suspended:
             if belongs(t, root) and type(t) is not GuardTask:
@@ -210,7 +221,8 @@ class Subcomputations:
         root.procs.clear()
         gate, root.gate = root.gate, None
         self.pe.bind(gate, CONTINUE)
-        self.pe.ready.extend(reversed(root.held))
+        for t, level in reversed(root.held):  # each back at its own priority level
+            self.pe.enqueue(t, level)
         root.held = None
         self._pass_on(root, "continue")
 
@@ -344,7 +356,7 @@ class Subcomputations:
         root.ended = True
         self.live.pop(root, None)
         gone = 0
-        for t in [*take(root, pe.ready), *(root.held or ())]:
+        for t, _ in [*take(root, pe), *(root.held or ())]:
             gone += 1
             if type(t) is GuardTask:
                 t.args[0].abandoned = True
